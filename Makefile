@@ -1,0 +1,29 @@
+# The two commands a newcomer runs (see README): `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test bench clean
+
+setup: $(STAMP)
+
+# torch goes first, pinned, so that pip takes the local CPU wheel instead of resolving a CUDA build.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/solaris main
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf var mlflow/mlflow.db mlflow/artifacts

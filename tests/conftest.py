@@ -1,0 +1,70 @@
+"""Shared fixtures: an isolated SOLARIS_HOME per test, and a PostgreSQL database per test session.
+
+PostgreSQL tests are marked ``postgres``. Outside CI they skip when the server is unreachable; under
+``CI=true`` they fail instead, so a CI run can never pass without having exercised PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from solaris.config import Settings
+
+PG_ADMIN_URL = os.environ.get("SOLARIS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for key in [k for k in os.environ if k.startswith("SOLARIS_") and k != "SOLARIS_TEST_PG_URL"]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SOLARIS_HOME", str(tmp_path))
+    return Settings.from_env()
+
+
+def _psycopg_dsn(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh database for this test session, dropped afterwards."""
+    import psycopg
+
+    try:
+        admin = psycopg.connect(_psycopg_dsn(PG_ADMIN_URL), autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        message = f"PostgreSQL unreachable at {PG_ADMIN_URL}: {exc}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    name = f"solaris_test_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "pg_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+    """Make the PostgreSQL test count visible in every run's output."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for outcome in counts:
+        for report in terminalreporter.stats.get(outcome, []):
+            if report.when in ("call", "setup") and "postgres" in report.keywords:
+                if outcome != "passed" or report.when == "call":
+                    counts[outcome] += 1
+    terminalreporter.write_line(
+        "postgres tests: {passed} passed, {failed} failed, {skipped} skipped".format(**counts)
+    )
