@@ -1,0 +1,85 @@
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from solaris.data import hourly
+from solaris.data.schema import IMPRESSIONS
+
+T0 = datetime(2026, 1, 5, 22, tzinfo=UTC)  # spans a day boundary
+
+
+def _impressions(hours: int, per_hour: int) -> pa.Table:
+    ts = [T0 + timedelta(hours=h, minutes=59 * i // per_hour) for h in range(hours) for i in range(per_hour)]
+    n = len(ts)
+    return pa.table(
+        {
+            "request_id": list(range(n)),
+            "ts": pa.array(ts, type=IMPRESSIONS.field("ts").type),
+            "user_id": [i % 7 for i in range(n)],
+            "item_id": [i % 11 for i in range(n)],
+            "position": [0] * n,
+            "click": [i % 2 for i in range(n)],
+            "conversion": [0] * n,
+        },
+        schema=IMPRESSIONS,
+    )
+
+
+def test_partitions_are_hive_style_by_hour(tmp_path: Path) -> None:
+    written = hourly.write_hourly(_impressions(4, 5), tmp_path)
+    assert written == [T0 + timedelta(hours=h) for h in range(4)]
+    assert (tmp_path / "dt=2026-01-05" / "hour=22" / "part-0.parquet").exists()
+    assert (tmp_path / "dt=2026-01-06" / "hour=01" / "part-0.parquet").exists()
+    assert hourly.available_hours(tmp_path) == written
+
+
+def test_range_read_returns_exactly_the_hours_asked(tmp_path: Path) -> None:
+    hourly.write_hourly(_impressions(6, 5), tmp_path)
+    start, end = T0 + timedelta(hours=1), T0 + timedelta(hours=4)
+    table = hourly.read_range(tmp_path, start, end, IMPRESSIONS)
+    got_hours = {hourly.floor_hour(t) for t in table["ts"].to_pylist()}
+    assert got_hours == {T0 + timedelta(hours=h) for h in (1, 2, 3)}
+    assert table.num_rows == 15
+    # sub-hour bounds filter rows, not just partitions
+    partial = hourly.read_range(tmp_path, start + timedelta(minutes=30), end, IMPRESSIONS)
+    assert all(t >= start + timedelta(minutes=30) for t in partial["ts"].to_pylist())
+    assert 0 < partial.num_rows < 15
+
+
+def test_range_read_opens_only_requested_partitions(tmp_path: Path) -> None:
+    hourly.write_hourly(_impressions(3, 2), tmp_path)
+    # a corrupt file outside the range must not be touched by a read of another hour
+    bad = hourly.partition_dir(tmp_path, T0 + timedelta(hours=2)) / "part-0.parquet"
+    bad.write_bytes(b"not parquet")
+    table = hourly.read_range(tmp_path, T0, T0 + timedelta(hours=2), IMPRESSIONS)
+    assert table.num_rows == 4
+
+
+def test_empty_range_and_columns(tmp_path: Path) -> None:
+    hourly.write_hourly(_impressions(2, 3), tmp_path)
+    empty = hourly.read_range(tmp_path, T0 + timedelta(days=3), T0 + timedelta(days=4), IMPRESSIONS, ["user_id"])
+    assert empty.num_rows == 0 and empty.column_names == ["user_id"]
+
+
+def test_rewrite_same_part_replaces_and_other_part_appends(tmp_path: Path) -> None:
+    table = _impressions(1, 4)
+    hourly.write_hourly(table, tmp_path)
+    hourly.write_hourly(table, tmp_path)
+    assert hourly.read_range(tmp_path, T0, T0 + timedelta(hours=1), IMPRESSIONS).num_rows == 4
+    hourly.write_hourly(table, tmp_path, part="part-1")
+    assert hourly.read_range(tmp_path, T0, T0 + timedelta(hours=1), IMPRESSIONS).num_rows == 8
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_iter_hours_streams_one_hour_at_a_time(tmp_path: Path) -> None:
+    hourly.write_hourly(_impressions(3, 4), tmp_path)
+    chunks = list(hourly.iter_hours(tmp_path, T0, T0 + timedelta(hours=3), IMPRESSIONS))
+    assert [h for h, _ in chunks] == [T0 + timedelta(hours=h) for h in range(3)]
+    assert all(t.num_rows == 4 for _, t in chunks)
+
+
+def test_naive_time_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no timezone"):
+        hourly.read_range(tmp_path, datetime(2026, 1, 5), datetime(2026, 1, 6), IMPRESSIONS)
