@@ -11,7 +11,7 @@ setup: $(STAMP)
 # torch goes first, pinned, so that pip takes the local CPU wheel instead of resolving a CUDA build.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q pip==26.3
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
