@@ -4,6 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from solaris.config import Settings
+    from solaris.data.eventlog import EventLog
+
+MOVIELENS = "movielens-100k"
+MAPPING_FLAGS = (
+    "format", "user", "item", "timestamp", "label", "rating", "rating_threshold", "request_id", "conversion",
+    "user_feature", "item_feature",
+)  # fmt: skip
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +30,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     gen.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
     gen.add_argument("--overwrite", action="store_true")
     gen.set_defaults(handler=generate)
+
+    imp = dsub.add_parser("import", help="import a CSV/Parquet interaction log, or MovieLens-100K")
+    imp.add_argument("source", metavar="SOURCE", help=f"a .csv or .parquet file, or {MOVIELENS}")
+    imp.add_argument("--name", required=True, help="log name under $SOLARIS_DATA_DIR/worlds")
+    imp.add_argument("--format", choices=("csv", "parquet"), help="default: from the file's suffix")
+    imp.add_argument("--user", help="user id column")
+    imp.add_argument("--item", help="item id column")
+    imp.add_argument("--timestamp", help="time column: unix seconds or ISO-8601 (naive means UTC)")
+    imp.add_argument("--label", help="click column, 0/1")
+    imp.add_argument("--rating", help="rating column; a rating >= --rating-threshold is a click")
+    imp.add_argument("--rating-threshold", type=float)
+    imp.add_argument("--request-id", help="request id column (default: one request per user per hour)")
+    imp.add_argument("--conversion", help="conversion column, 0/1 (default: all 0)")
+    imp.add_argument("--user-feature", action="append", default=[], help="categorical user column (repeatable)")
+    imp.add_argument("--item-feature", action="append", default=[], help="categorical item column (repeatable)")
+    imp.add_argument("--on-duplicate", choices=("drop", "error"), default="drop", help="same user, item and time")
+    imp.add_argument("--wheel", help=f"{MOVIELENS} only: an offline copy of the RecBole 1.2.1 wheel")
+    imp.add_argument("--overwrite", action="store_true")
+    imp.set_defaults(handler=import_log)
 
     summ = dsub.add_parser("summary", help="print an event log's summary")
     summ.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
@@ -37,6 +70,71 @@ def generate(args: argparse.Namespace) -> int:
     )
     print(json.dumps(log.summary(), indent=2))
     return 0
+
+
+def import_log(args: argparse.Namespace) -> int:
+    from solaris.config import get_settings
+    from solaris.data.importer import DuplicateRowsWarning
+
+    if not args.name or "/" in args.name or args.name.startswith("."):
+        raise ValueError(f"--name {args.name!r} must be a plain folder name")
+    settings = get_settings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DuplicateRowsWarning)
+        if args.source == MOVIELENS:
+            log = _import_movielens(args, settings)
+        else:
+            log = _import_file(args, settings.world_dir(args.name))
+    for warning in caught:
+        print(f"solaris: warning: {warning.message}", file=sys.stderr)
+    print(json.dumps(log.summary(), indent=2))
+    return 0
+
+
+def _import_movielens(args: argparse.Namespace, settings: Settings) -> EventLog:
+    from solaris.data.movielens import import_movielens_100k
+
+    mapped = [f"--{flag.replace('_', '-')}" for flag in MAPPING_FLAGS if getattr(args, flag) not in (None, [])]
+    if mapped:
+        raise ValueError(f"{MOVIELENS} has a fixed column mapping; drop {', '.join(mapped)}")
+    return import_movielens_100k(
+        settings.world_dir(args.name),
+        cache_dir=settings.data_dir / "cache" / "wheels",
+        wheel=args.wheel,
+        name=args.name,
+        overwrite=args.overwrite,
+    )
+
+
+def _import_file(args: argparse.Namespace, target: Path) -> EventLog:
+    from solaris.data.importer import ColumnMapping, import_file
+
+    if args.wheel:
+        raise ValueError(f"--wheel applies to {MOVIELENS} only")
+    missing = [f"--{flag}" for flag in ("user", "item", "timestamp") if not getattr(args, flag)]
+    if missing:
+        raise ValueError(f"importing {args.source} needs {', '.join(missing)}")
+    mapping = ColumnMapping(
+        user=args.user,
+        item=args.item,
+        timestamp=args.timestamp,
+        label=args.label,
+        rating=args.rating,
+        rating_threshold=args.rating_threshold,
+        request_id=args.request_id,
+        conversion=args.conversion,
+        user_features=tuple(args.user_feature),
+        item_features=tuple(args.item_feature),
+    )
+    return import_file(
+        Path(args.source),
+        target,
+        mapping,
+        fmt=args.format,
+        name=args.name,
+        on_duplicate=args.on_duplicate,
+        overwrite=args.overwrite,
+    )
 
 
 def summary(args: argparse.Namespace) -> int:

@@ -432,6 +432,7 @@ def import_file(
     if fmt is not None and fmt not in FORMATS:
         raise LogImportError(f"format {fmt!r}: choose one of {', '.join(FORMATS)}")
     source = read_source(Path(path), mapping.columns(), fmt)
+    origin = str(Path(path).resolve())
     return import_source(
-        source, target, mapping, origin=str(path), name=name, on_duplicate=on_duplicate, overwrite=overwrite
+        source, target, mapping, origin=origin, name=name, on_duplicate=on_duplicate, overwrite=overwrite
     )
