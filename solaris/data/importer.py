@@ -142,11 +142,17 @@ def _check_columns(name: str, present: list[str], needed: list[str]) -> None:
         )
 
 
+def _cell(source: Source, column: str, position: int) -> object:
+    """A source value as plain Python, so messages show 3, not np.int64(3)."""
+    value = source.frame[column].iloc[position]
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _raise_first(source: Source, column: str, bad: np.ndarray, problem: str) -> None:
     positions = np.flatnonzero(bad)
     if len(positions):
         first = int(positions[0])
-        value = source.frame[column].iloc[first]
+        value = _cell(source, column, first)
         more = f" ({len(positions)} such rows)" if len(positions) > 1 else ""
         raise source.fail(first, column, f"{problem}, got {value!r}{more}")
 
@@ -365,12 +371,12 @@ def _check_constant(
     if changed.any():
         p = int(np.argmax(changed))
         q = int(np.argmax(ids == ids[p]))
-        earlier = source.frame[feature].iloc[positions[q]]
+        earlier, later = _cell(source, feature, int(positions[q])), _cell(source, feature, int(positions[p]))
         raise source.fail(
             int(positions[p]),
             feature,
             f"{id_column} {int(ids[p])} already had {earlier!r} at {source.where(int(positions[q]))}, "
-            f"got {source.frame[feature].iloc[positions[p]]!r}; a side feature must have one value per id",
+            f"got {later!r}; a side feature must have one value per id",
         )
 
 

@@ -1,0 +1,265 @@
+"""Importing CSV/Parquet logs: the tables built, the errors on bad input, and that failures write nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from solaris.cli import main
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.data.importer import ColumnMapping, DuplicateRowsWarning, LogImportError, import_file
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+HEADER = "user,item,ts,click,seg,genre"
+# (user, item, UTC time, click, user segment, item genre); item 12 has no genre.
+EVENTS = [
+    (1, 10, T0 + timedelta(minutes=10), 1, "b", "x"),
+    (1, 11, T0 + timedelta(minutes=5), 0, "b", "y"),
+    (2, 10, T0 + timedelta(minutes=30), 0, "a", "x"),
+    (1, 12, T0 + timedelta(hours=1), 1, "b", ""),
+    (2, 11, T0 + timedelta(hours=2, minutes=59, seconds=59), 1, "a", "y"),
+]
+MAPPING = ColumnMapping(
+    user="user", item="item", timestamp="ts", label="click", user_features=("seg",), item_features=("genre",)
+)
+# One request per user per hour, candidates in time order.
+EXPECTED_REQUESTS = {
+    (T0, 1): [11, 10],
+    (T0, 2): [10],
+    (T0 + timedelta(hours=1), 1): [12],
+    (T0 + timedelta(hours=2), 2): [11],
+}
+
+
+def csv_file(folder: Path, lines: list[str], name: str = "log.csv") -> Path:
+    path = folder / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def iso_lines() -> list[str]:
+    """ISO times in three spellings: naive (meaning UTC), 'Z' and a +02:00 offset."""
+    spellings = [
+        lambda t: t.strftime("%Y-%m-%dT%H:%M:%S"),
+        lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        lambda t: t.astimezone(timezone(timedelta(hours=2))).isoformat(),
+    ]
+    return [HEADER] + [
+        f"{u},{i},{spellings[n % 3](t)},{c},{s},{g}" for n, (u, i, t, c, s, g) in enumerate(EVENTS)
+    ]
+
+
+def unix_lines() -> list[str]:
+    return [HEADER] + [f"{u},{i},{t.timestamp()},{c},{s},{g}" for u, i, t, c, s, g in EVENTS]
+
+
+def leftovers(target: Path) -> list[str]:
+    """What sits beside the target: the log itself and any temporary folder a build left behind."""
+    return sorted(p.name for p in target.parent.iterdir()) if target.parent.exists() else []
+
+
+def requests_by_user_hour(log: EventLog) -> dict[tuple[datetime, int], list[int]]:
+    frame = log.requests(log.start, log.end).to_pandas()
+    return {
+        (ts.to_pydatetime().replace(minute=0, second=0, microsecond=0), user): list(candidates)
+        for ts, user, candidates in zip(frame.ts, frame.user_id, frame.candidates, strict=True)
+    }
+
+
+def impressions_frame(log: EventLog) -> pd.DataFrame:
+    frame = log.impressions(log.start, log.end).to_pandas()
+    return frame.sort_values(["ts", "user_id", "item_id"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("lines", [iso_lines, unix_lines], ids=["iso", "unix"])
+def test_csv_import_groups_requests_per_user_hour(tmp_path: Path, lines) -> None:
+    source = csv_file(tmp_path, lines())
+    log = import_file(source, tmp_path / "out" / "log", MAPPING)
+
+    assert requests_by_user_hour(log) == EXPECTED_REQUESTS
+    imps = impressions_frame(log)
+    assert [(r.user_id, r.item_id, r.ts.to_pydatetime(), r.click) for r in imps.itertuples()] == sorted(
+        [(u, i, t, c) for u, i, t, c, _, _ in EVENTS], key=lambda e: (e[2], e[0], e[1])
+    )
+    requests = log.requests(log.start, log.end).to_pandas().set_index("request_id")
+    for r in imps.itertuples():
+        assert requests.loc[r.request_id, "candidates"][r.position] == r.item_id
+        assert requests.loc[r.request_id, "user_id"] == r.user_id
+    assert (imps.conversion == 0).all()
+
+    assert (log.start, log.end) == (T0, T0 + timedelta(hours=3))
+    assert log.meta["hours"] == 3 and log.meta["source"] == str(source.resolve())
+    assert log.meta["mapping"]["label"] == "click"
+    for dataset in ("requests", "impressions"):
+        hours = sorted(p.name for p in (log.root / dataset / "dt=2024-01-01").iterdir())
+        assert hours == ["hour=00", "hour=01", "hour=02"]
+    one_hour = log.impressions(T0 + timedelta(hours=1), T0 + timedelta(hours=2)).to_pandas()
+    assert list(one_hour.item_id) == [12]
+
+    users = log.users().to_pandas().set_index("user_id")
+    assert users.u_seg.to_dict() == {1: 2, 2: 1}  # sorted: a -> 1, b -> 2
+    items = log.items().to_pandas().set_index("item_id")
+    assert items.i_genre.to_dict() == {10: 1, 11: 2, 12: 0}  # 0: missing
+    assert log.meta["vocabularies"] == {"u_seg": ["a", "b"], "i_genre": ["x", "y"]}
+
+
+def test_iso_and_unix_imports_agree(tmp_path: Path) -> None:
+    iso = import_file(csv_file(tmp_path, iso_lines(), "iso.csv"), tmp_path / "iso", MAPPING)
+    unix = import_file(csv_file(tmp_path, unix_lines(), "unix.csv"), tmp_path / "unix", MAPPING)
+    pd.testing.assert_frame_equal(impressions_frame(iso), impressions_frame(unix))
+
+
+def test_parquet_with_request_ids_rating_and_conversion(tmp_path: Path) -> None:
+    """Request ids decide the grouping, even across hours; rating >= threshold is a click."""
+    frame = pd.DataFrame(
+        {
+            "req": [7, 7, 9, 7, 9],
+            "uid": [u for u, *_ in EVENTS],
+            "iid": [i for _, i, *_ in EVENTS],
+            "when": pd.to_datetime([t for _, _, t, *_ in EVENTS], utc=True),
+            "stars": [5.0, 2.0, 3.5, 4.0, 4.5],
+            "bought": [1, 0, 0, 0, 1],
+        }
+    )
+    source = tmp_path / "log.parquet"
+    frame.to_parquet(source)
+    mapping = ColumnMapping(
+        user="uid", item="iid", timestamp="when", rating="stars", rating_threshold=4.0,
+        request_id="req", conversion="bought",
+    )  # fmt: skip
+    log = import_file(source, tmp_path / "out" / "log", mapping)
+
+    requests = log.requests(log.start, log.end).to_pandas().set_index("request_id")
+    assert list(requests.loc[7, "candidates"]) == [11, 10, 12]
+    assert list(requests.loc[9, "candidates"]) == [10, 11]
+    assert requests.loc[7, "ts"].to_pydatetime() == T0 + timedelta(minutes=5)
+    imps = impressions_frame(log)
+    expected_clicks = (frame.stars >= 4.0).astype(int)
+    by_event = imps.set_index(["user_id", "item_id"])
+    for u, i, click, bought in zip(frame.uid, frame.iid, expected_clicks, frame.bought, strict=True):
+        assert (by_event.loc[(u, i), "click"], by_event.loc[(u, i), "conversion"]) == (click, bought)
+    assert log.meta["counts"]["clicks"] == expected_clicks.sum()
+    assert list(log.users().column_names) == ["user_id"]
+
+
+def test_duplicates_dropped_with_a_warning(tmp_path: Path) -> None:
+    lines = unix_lines()
+    lines.insert(3, lines[1].replace(",1,b,", ",0,b,"))  # repeats data row 1 as data row 3, other label
+    with pytest.warns(DuplicateRowsWarning, match=r"1 duplicate row\(s\).*row 3 \(line 4\) repeats row 1 \(line 2\)"):
+        log = import_file(csv_file(tmp_path, lines), tmp_path / "out" / "log", MAPPING)
+    assert log.meta["counts"]["impressions"] == len(EVENTS)
+    assert log.meta["dropped_duplicates"] == 1
+    kept = impressions_frame(log).set_index(["user_id", "item_id"])
+    assert kept.loc[(1, 10), "click"] == 1  # the first of the two rows
+
+
+def test_duplicates_refused_on_error(tmp_path: Path) -> None:
+    lines = unix_lines()
+    lines.append(lines[2])
+    target = tmp_path / "out" / "log"
+    with pytest.raises(LogImportError, match=r"1 duplicate row\(s\).*row 6 \(line 7\) repeats row 2 \(line 3\)"):
+        import_file(csv_file(tmp_path, lines), target, MAPPING, on_duplicate="error")
+    assert leftovers(target) == []
+
+
+def test_existing_log_refused_without_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "log"
+    first = import_file(csv_file(tmp_path, unix_lines()), target, MAPPING)
+    before = {p: p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()}
+    other = csv_file(tmp_path, [HEADER, "5,6,0,1,a,x"], "other.csv")
+    with pytest.raises(FileExistsError, match="already exists"):
+        import_file(other, target, MAPPING)
+    assert {p: p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()} == before
+    assert leftovers(target) == ["log"]
+
+    replaced = import_file(other, target, MAPPING, overwrite=True)
+    assert replaced.meta["counts"]["impressions"] == 1 and first.root == replaced.root
+    assert leftovers(target) == ["log"]
+
+
+BAD_CSV = [
+    # (lines, a pattern the message must match: row, line and column)
+    ([HEADER, "1,10,yesterday,1,a,x"], r"row 1 \(line 2\), column 'ts': unparsable timestamp"),
+    ([HEADER, "1,10,0,1,a,x", "1,11,2024-01-01T00:00:00,1,a,x"], r"row 1 \(line 2\), column 'ts': unparsable"),
+    ([HEADER, "1,10,1e300,1,a,x"], r"row 1 \(line 2\), column 'ts': expected unix seconds"),
+    ([HEADER, "1,10,0,1,a,x", "1.5,11,0,1,a,x"], r"row 2 \(line 3\), column 'user': expected a non-negative integer"),
+    ([HEADER, "1,-3,0,1,a,x"], r"row 1 \(line 2\), column 'item': expected a non-negative integer"),
+    ([HEADER, "1,10,0,1,a,x", "abc,11,0,1,a,x", "x,1,0,1,a,x"], r"row 2 \(line 3\), column 'user'.*'abc' \(2 such rows\)"),
+    ([HEADER, "1,10,0,1,a,x", "", "1,11,0,2,a,x"], r"row 3 \(line 4\), column 'click': expected 0 or 1, got '2'"),
+    ([HEADER, "1,10,0,,a,x"], r"row 1 \(line 2\), column 'click': expected 0 or 1"),
+    ([HEADER, "1,10,0,1,a,x", "1,11,0,1,b,x"], r"row 2 \(line 3\), column 'seg': user_id 1 already had 'a' at row 1"),
+    (["user,item,ts,seg,genre", "1,10,0,a,x"], r"missing column\(s\) click \(the file has"),
+    ([HEADER], r"no data rows"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lines", "pattern"), BAD_CSV)
+def test_bad_csv_names_file_row_and_column(tmp_path: Path, lines: list[str], pattern: str) -> None:
+    source = csv_file(tmp_path, lines)
+    target = tmp_path / "out" / "log"
+    with pytest.raises(LogImportError, match=pattern) as error:
+        import_file(source, target, MAPPING)
+    assert str(error.value).startswith(str(source))
+    assert leftovers(target) == []
+
+
+def test_empty_file_refused(tmp_path: Path) -> None:
+    source = tmp_path / "empty.csv"
+    source.write_bytes(b"")
+    with pytest.raises(LogImportError, match=f"^{source}: the file is empty"):
+        import_file(source, tmp_path / "out" / "log", MAPPING)
+    assert leftovers(tmp_path / "out" / "log") == []
+
+
+def test_bad_rating_and_mixed_request_users(tmp_path: Path) -> None:
+    source = csv_file(tmp_path, ["r,u,i,t,stars", "1,1,10,0,4", "1,1,11,0,good"])
+    rated = ColumnMapping(user="u", item="i", timestamp="t", rating="stars", rating_threshold=4)
+    with pytest.raises(LogImportError, match=rf"^{source}, row 2 \(line 3\), column 'stars': expected a numeric"):
+        import_file(source, tmp_path / "out" / "log", rated)
+
+    source = csv_file(tmp_path, ["r,u,i,t,stars", "1,1,10,0,4", "2,2,11,0,4", "1,3,12,5,4"])
+    requested = ColumnMapping(user="u", item="i", timestamp="t", rating="stars", rating_threshold=4, request_id="r")
+    with pytest.raises(LogImportError, match=r"row 3 \(line 4\), column 'r': request 1 belongs to user 1 \(row 1"):
+        import_file(source, tmp_path / "out" / "log", requested)
+    assert leftovers(tmp_path / "out" / "log") == []
+
+
+def test_bad_parquet_row_is_cited_without_a_line(tmp_path: Path) -> None:
+    source = tmp_path / "log.parquet"
+    pd.DataFrame({"user": [1, 2], "item": [10, 11], "ts": [0, 1], "click": [1, 3]}).to_parquet(source)
+    mapping = ColumnMapping(user="user", item="item", timestamp="ts", label="click")
+    with pytest.raises(LogImportError, match=rf"^{source}, row 2, column 'click': expected 0 or 1, got 3"):
+        import_file(source, tmp_path / "out" / "log", mapping)
+    assert leftovers(tmp_path / "out" / "log") == []
+
+
+def test_mapping_must_name_one_click_source() -> None:
+    with pytest.raises(LogImportError, match="exactly one of label"):
+        ColumnMapping(user="u", item="i", timestamp="t")
+    with pytest.raises(LogImportError, match="needs a threshold"):
+        ColumnMapping(user="u", item="i", timestamp="t", rating="r")
+    with pytest.raises(LogImportError, match="u mapped to more than one role"):
+        ColumnMapping(user="u", item="i", timestamp="t", label="c", user_features=("u",))
+
+
+def test_cli_import_reports_dropped_duplicates(settings: Settings, tmp_path: Path, capsys) -> None:
+    lines = unix_lines()
+    source = csv_file(tmp_path, [*lines, lines[1]])
+    flags = ["--user", "user", "--item", "item", "--timestamp", "ts", "--label", "click", "--user-feature", "seg"]
+    assert main(["data", "import", str(source), "--name", "imported", *flags]) == 0
+    out, err = capsys.readouterr()
+    assert "warning:" in err and "1 duplicate row(s)" in err
+    log = EventLog(settings.world_dir("imported"))
+    assert json.loads(out)["counts"] == log.meta["counts"]
+    assert log.users().column_names == ["user_id", "u_seg"]
+
+    assert main(["data", "import", str(source), "--name", "again", *flags, "--on-duplicate", "error"]) == 2
+    assert "duplicate row(s)" in capsys.readouterr().err
+    assert not settings.world_dir("again").exists()
+    assert main(["data", "import", str(source), "--name", "x", "--user", "user"]) == 2
+    assert "needs --item, --timestamp" in capsys.readouterr().err
