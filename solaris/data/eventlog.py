@@ -114,15 +114,24 @@ def write_event_log(
     impressions = conform(impressions, IMPRESSIONS, "impressions")
     hourly.write_hourly(requests, folder / "requests", part)
     hourly.write_hourly(impressions, folder / "impressions", part)
-    pq.write_table(users, folder / "users.parquet", compression="zstd")
-    pq.write_table(items, folder / "items.parquet", compression="zstd")
     counts = {
         "requests": requests.num_rows,
         "impressions": impressions.num_rows,
-        "users": users.num_rows,
-        "items": items.num_rows,
         "clicks": int(pc.sum(impressions["click"]).as_py() or 0),
         "conversions": int(pc.sum(impressions["conversion"]).as_py() or 0),
     }
-    full_meta = {**meta, "counts": counts}
+    finish_event_log(folder, users, items, meta, counts)
+
+
+def finish_event_log(
+    folder: Path, users: pa.Table, items: pa.Table, meta: dict[str, Any], counts: dict[str, int]
+) -> None:
+    """Write the side tables and meta.json; shared by one-shot writers and ones that stream hour by hour.
+
+    ``counts`` holds the hourly tables' totals (requests, impressions, clicks, conversions); the user and item
+    counts are added here.
+    """
+    pq.write_table(users, folder / "users.parquet", compression="zstd")
+    pq.write_table(items, folder / "items.parquet", compression="zstd")
+    full_meta = {**meta, "counts": {**counts, "users": users.num_rows, "items": items.num_rows}}
     (folder / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True, default=str))

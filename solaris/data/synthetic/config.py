@@ -1,0 +1,161 @@
+"""What a synthetic world is made of: sizes, behaviour knobs and the ground-truth click model, with presets.
+
+A config plus its seed fully determines the generated tables, so the whole config is stored in meta.json and
+every field is validated up front: a bad value fails before any file is written, naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, datetime
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Coefficients of the true click and conversion probabilities (logit scale).
+
+    History terms (fatigue, momentum) and the drifting interests are what a sequence-aware model can learn and
+    an id-embedding model cannot; the position term is the logging bias every ranker sees.
+    """
+
+    # The intercept is solved per world so that history-free clicks on day 0 hit this rate (see truth.py);
+    # fatigue and momentum then move the realised rate a little.
+    target_ctr: float = 0.065
+    affinity_hinge: float = 5.0  # weight of relu(u.v - hinge_at): only a real match lifts the click rate
+    hinge_at: float = 0.15
+    affinity_product: float = 10.0  # weight of (u_a.v_a)(u_b.v_b): both halves of the interest must agree
+    fatigue: float = 0.5  # logit lost per recent (decayed) exposure to the same item
+    fatigue_tau_hours: float = 12.0
+    momentum: float = 0.8  # logit gained per log1p(recent decayed clicks in the item's category)
+    momentum_tau_hours: float = 6.0
+    time_of_day: float = 0.5  # amplitude of each category's hour-of-day cycle
+    position: float = 0.4  # logit lost per log2(1 + position)
+    user_bias_sd: float = 0.4
+    item_bias_sd: float = 0.4
+    conversion_logit: float = -1.8
+    conversion_price_trait: float = 1.0  # price bucket x the user's spending trait
+    conversion_price: float = -0.3
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Sizes and behaviour of one synthetic ads world; ``seed`` picks one draw of it."""
+
+    name: str
+    n_users: int
+    n_items: int
+    days: int
+    requests_per_user_day: float
+    n_advertisers: int
+    seed: int = 0
+    start: datetime = START
+    n_candidates: int = 30
+    n_shown: int = 8
+    pool_size: int = 100
+    latent_dim: int = 16
+    drift: float = 0.25  # norm of the daily random step of a user's interests
+    diurnal_amplitude: float = 0.6  # requests per hour follow 1 + a * sin(day phase); peak at 16:00 UTC
+    new_user_share: float = 0.3  # users who sign up at a uniform hour of the span instead of at its start
+    activity_sd: float = 0.8  # sigma of the lognormal per-user request rate
+    retrieval_noise: float = 0.7  # norm of the daily noise on the retrieval query
+    retrieval_popularity: float = 0.05  # weight of log-popularity in the retrieval score
+    candidate_rank_decay: float = 2.0  # how strongly requests favour the top of the daily pool
+    policy_noise: float = 0.15  # Gumbel scale of the logging policy's ranking noise
+    popularity_exponent: float = 1.0  # Zipf exponent of item popularity
+    n_categories: int = 20
+    n_price_buckets: int = 5
+    n_countries: int = 8
+    n_age_buckets: int = 6
+    n_devices: int = 3
+    truth: GroundTruth = field(default_factory=GroundTruth)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def hours(self) -> int:
+        return self.days * 24
+
+    def with_seed(self, seed: int) -> WorldConfig:
+        return replace(self, seed=seed)
+
+    def with_overrides(self, **changes: object) -> WorldConfig:
+        """A copy with some fields changed (``None`` values are ignored), validated like any config."""
+        unknown = sorted(set(changes) - {f.name for f in fields(self)})
+        if unknown:
+            raise ValueError(f"world config has no field(s) {', '.join(unknown)}")
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+_POSITIVE_INTS = (
+    "n_users",
+    "n_items",
+    "days",
+    "n_advertisers",
+    "n_candidates",
+    "n_shown",
+    "pool_size",
+    "latent_dim",
+    "n_categories",
+    "n_price_buckets",
+    "n_countries",
+    "n_age_buckets",
+    "n_devices",
+)
+_NON_NEGATIVE = (
+    "drift",
+    "activity_sd",
+    "retrieval_noise",
+    "retrieval_popularity",
+    "candidate_rank_decay",
+    "policy_noise",
+    "popularity_exponent",
+)
+
+
+def _validate(c: WorldConfig) -> None:
+    def bad(name: str, why: str) -> ValueError:
+        return ValueError(f"world config {c.name!r}: {name}={getattr(c, name)!r} {why}")
+
+    for name in _POSITIVE_INTS:
+        value = getattr(c, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise bad(name, "must be a positive integer")
+    for name in _NON_NEGATIVE:
+        if not getattr(c, name) >= 0:
+            raise bad(name, "must be >= 0")
+    if not c.requests_per_user_day > 0:
+        raise bad("requests_per_user_day", "must be > 0")
+    if not 0 <= c.diurnal_amplitude <= 1:
+        raise bad("diurnal_amplitude", "must be in [0, 1]")
+    if not 0 <= c.new_user_share < 1:
+        raise bad("new_user_share", "must be in [0, 1)")
+    if c.latent_dim < 2 or c.latent_dim % 2:
+        raise bad("latent_dim", "must be even and >= 2 (the click model splits it in halves)")
+    for small, big in (("n_shown", "n_candidates"), ("n_candidates", "pool_size"), ("pool_size", "n_items")):
+        if getattr(c, small) > getattr(c, big):
+            raise bad(small, f"exceeds {big}={getattr(c, big)}")
+    if c.start.tzinfo is None or c.start.utcoffset().total_seconds() != 0:
+        raise bad("start", "must be a UTC-aware datetime")
+    if (c.start.minute, c.start.second, c.start.microsecond) != (0, 0, 0):
+        raise bad("start", "must fall on a whole hour")
+    if c.truth.fatigue_tau_hours <= 0 or c.truth.momentum_tau_hours <= 0:
+        raise ValueError(f"world config {c.name!r}: truth time constants must be > 0")
+    if not 0 < c.truth.target_ctr < 1:
+        raise ValueError(f"world config {c.name!r}: truth.target_ctr={c.truth.target_ctr!r} must be in (0, 1)")
+
+
+PRESETS: dict[str, WorldConfig] = {
+    # fast tests: ~30k impressions in about a second
+    "tiny": WorldConfig("tiny", n_users=300, n_items=200, days=2, requests_per_user_day=8.0, n_advertisers=20),
+    # the README main job: an FM trains on it within minutes on 2 CPU cores
+    "default": WorldConfig(
+        "default", n_users=3500, n_items=1200, days=5, requests_per_user_day=2.5, n_advertisers=120
+    ),
+    # scale: >= 10M impressions
+    "large": WorldConfig(
+        "large", n_users=100_000, n_items=20_000, days=14, requests_per_user_day=1.2, n_advertisers=1500
+    ),
+}
