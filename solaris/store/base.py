@@ -1,0 +1,223 @@
+"""The feature-store interface the precompute, the ranker, the replay and the UI program against.
+
+Shaped like Feast's online store (one abstract interface, one typed config per backend), with what Feast
+lacks: TTL is enforced on every read (a row with ``expires_at <= t`` is never returned), rows are scoped to
+an embedding version, and every time is passed in (logical time), never read from the clock.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+
+class StoreError(ValueError):
+    """A batch or request the store refuses; nothing of it was written."""
+
+
+@dataclass(frozen=True)
+class EmbeddingVersion:
+    version_id: str
+    fm_version: str
+    ae_version: str
+    dim: int
+    dtype: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class TierRead:
+    """One user's candidates, ready for the model (float32, zeros where a tier has nothing)."""
+
+    pair: np.ndarray  # [n, d]
+    pair_mask: np.ndarray  # [n] bool
+    user_agg: np.ndarray  # [d]
+    user_agg_present: bool
+    knn: np.ndarray  # [n, d]
+    knn_mask: np.ndarray  # [n] bool
+
+
+@dataclass(frozen=True)
+class TierBatchRead:
+    """Many (user, item) pairs at once, row i answering pair i; same rules as :class:`TierRead`."""
+
+    pair: np.ndarray  # [n, d]
+    pair_mask: np.ndarray  # [n] bool
+    user_agg: np.ndarray  # [n, d]
+    user_agg_mask: np.ndarray  # [n] bool
+    knn: np.ndarray  # [n, d]
+    knn_mask: np.ndarray  # [n] bool
+
+    def row_for_user(self) -> TierRead:
+        """The single-user view; valid when every row belongs to the same user."""
+        dim = self.pair.shape[1]
+        present = bool(self.user_agg_mask[0]) if len(self.user_agg_mask) else False
+        user_agg = self.user_agg[0] if len(self.user_agg) else np.zeros(dim, dtype=np.float32)
+        return TierRead(self.pair, self.pair_mask, user_agg, present, self.knn, self.knn_mask)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    interval_start: datetime
+    interval_end: datetime
+    fm_version: str
+    ae_version: str
+    vm_version: str
+    embedding_version: str
+    status: str
+    counts: dict[str, int]
+    timings: dict[str, float]
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TableStats:
+    rows: int
+    fresh: int
+    oldest_created_at: datetime | None
+    newest_created_at: datetime | None
+    expiring_within_hour: int
+
+    @property
+    def fresh_share(self) -> float:
+        return self.fresh / self.rows if self.rows else 0.0
+
+
+RUN_STATUSES = ("running", "succeeded", "failed")
+
+
+class FeatureStore(ABC):
+    """Embeddings keyed by (embedding version, user[, item]) with a TTL, and the precompute's run records.
+
+    Writes are bulk and transactional: a batch is validated whole, then written in one transaction, so a
+    reader sees all of it or none. Writes upsert by key, so re-running a run rewrites its rows in place.
+    Reads take the time ``t`` they are for and return only rows of the asked version with
+    ``expires_at > t``, one round trip per tier.
+    """
+
+    @abstractmethod
+    def init_schema(self) -> None:
+        """Create the tables if they are missing (idempotent)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def register_embedding_version(
+        self, fm_version: str, ae_version: str, dim: int, dtype: str = "float16", *, created_at: datetime
+    ) -> str:
+        """Register (idempotently) the version made by this FM and AE; returns its deterministic id."""
+
+    @abstractmethod
+    def get_embedding_version(self, version_id: str) -> EmbeddingVersion:
+        """The registered version; :class:`StoreError` if it is unknown."""
+
+    @abstractmethod
+    def write_pair_embeddings(
+        self,
+        run_id: str,
+        version: str,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        vectors: np.ndarray,
+        scores: np.ndarray,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int: ...
+
+    @abstractmethod
+    def write_user_aggregates(
+        self,
+        run_id: str,
+        version: str,
+        user_ids: np.ndarray,
+        vectors: np.ndarray,
+        pair_counts: np.ndarray,
+        window_hours: int,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int: ...
+
+    @abstractmethod
+    def write_user_neighbours(
+        self,
+        run_id: str,
+        version: str,
+        user_ids: np.ndarray,
+        neighbour_ids: np.ndarray,
+        similarities: np.ndarray,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int:
+        """Replace each listed user's neighbour list (``neighbour_ids`` is [n, k], padded with -1)."""
+
+    @abstractmethod
+    def read_tiers_batch(
+        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime
+    ) -> TierBatchRead:
+        """Every tier for each (user, item) pair, fresh at ``t``.
+
+        The neighbour tier for pair (u, i) is ``sum_j s_j * pair(j, i) / sum_j s_j`` over u's fresh
+        neighbours j with similarity ``s_j > 0`` that have a fresh pair (j, i); its mask is true iff at
+        least one such j exists.
+        """
+
+    def read_tiers(self, version: str, user_id: int, item_ids: np.ndarray, t: datetime) -> TierRead:
+        """The serving read for one request: :meth:`read_tiers_batch` for one user."""
+        items = np.asarray(item_ids, dtype=np.int64)
+        return self.read_tiers_batch(version, np.full(len(items), user_id, dtype=np.int64), items, t).row_for_user()
+
+    @abstractmethod
+    def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
+        """Bool mask: which pairs already have a row fresh at ``t`` (the precompute skips those)."""
+
+    @abstractmethod
+    def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
+        """Delete everything with ``expires_at <= t`` in batches of at most ``batch_size`` rows."""
+
+    @abstractmethod
+    def start_run(
+        self,
+        run_id: str,
+        interval_start: datetime,
+        interval_end: datetime,
+        fm_version: str,
+        ae_version: str,
+        vm_version: str,
+        embedding_version: str,
+        started_at: datetime,
+    ) -> None:
+        """Record a run as running; starting a known run id again (a retry) resets its record."""
+
+    @abstractmethod
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        counts: Mapping[str, int],
+        timings: Mapping[str, float],
+        finished_at: datetime,
+    ) -> None: ...
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    @abstractmethod
+    def recent_runs(self, n: int = 20) -> Sequence[RunRecord]:
+        """The ``n`` latest runs by logical interval, newest first."""
+
+    @abstractmethod
+    def stats(self, version: str, t: datetime) -> dict[str, TableStats]:
+        """Per table (pair_embeddings, user_aggregates, user_neighbours): sizes and freshness at ``t``."""
+
+    def __enter__(self) -> FeatureStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,45 @@
+"""Conversions at the store boundary: aware datetimes <-> epoch microseconds, vectors <-> little-endian bytes.
+
+Integer microseconds keep the TTL comparison exact on both backends (``expires_at > t``, no float rounding).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROS_PER_HOUR = 3_600_000_000
+VECTOR_DTYPES = ("float16", "float32")
+
+
+def to_micros(value: datetime, field: str) -> int:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{field}: expected a timezone-aware datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{field}={value.isoformat()} is naive; pass a timezone-aware (UTC) datetime")
+    return (value - EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int | None) -> datetime | None:
+    return None if value is None else EPOCH + timedelta(microseconds=int(value))
+
+
+def storage_dtype(dtype: str) -> np.dtype:
+    if dtype not in VECTOR_DTYPES:
+        raise ValueError(f"vector dtype {dtype!r} is not one of {', '.join(VECTOR_DTYPES)}")
+    return np.dtype(dtype).newbyteorder("<")
+
+
+def encode_vectors(vectors: np.ndarray, dtype: str) -> np.ndarray:
+    """Rows as fixed-width byte strings (numpy ``V`` dtype): one buffer, no per-row Python work."""
+    packed = np.ascontiguousarray(vectors, dtype=storage_dtype(dtype))
+    return packed.view(f"V{packed.shape[1] * packed.itemsize}").ravel()
+
+
+def decode_vectors(blobs: list[bytes], dim: int, dtype: str) -> np.ndarray:
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    flat = np.frombuffer(b"".join(blobs), dtype=storage_dtype(dtype))
+    return flat.reshape(len(blobs), dim).astype(np.float32)

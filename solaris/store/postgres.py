@@ -1,0 +1,132 @@
+"""The production backend: PostgreSQL, bulk writes by binary COPY, pairs partitioned by expiry hour.
+
+Writes COPY a batch into a temporary staging table, then move it with one INSERT ... SELECT, all in one
+transaction, so readers see the whole batch or none of it. Expiry drops partitions whose hour has wholly
+passed, so its cost does not grow with the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, create_engine
+
+from solaris.store import validate
+from solaris.store.base import StoreError
+from solaris.store.codec import MICROS_PER_HOUR
+from solaris.store.config import PostgresStoreConfig
+from solaris.store.pgcopy import binary_copy_payload
+from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
+
+PARTITION_PREFIX = "pair_embeddings_h"
+
+
+class PostgresFeatureStore(SqlFeatureStore):
+    dialect = "postgresql"
+
+    def __init__(self, config: PostgresStoreConfig) -> None:
+        connect_args = {"options": f"-csearch_path={config.schema}"} if config.schema else {}
+        engine = create_engine(config.url, pool_size=config.pool_size, connect_args=connect_args)
+        self._schema = config.schema
+        super().__init__(engine)
+
+    def init_schema(self) -> None:
+        if self._schema:
+            with self._engine.begin() as conn:
+                conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
+        super().init_schema()
+
+    def _pairs_param(self, users: np.ndarray, items: np.ndarray) -> dict[str, Any]:
+        return {"users": users.tolist(), "items": items.tolist()}
+
+    def _users_param(self, users: np.ndarray) -> dict[str, Any]:
+        return {"users": users.tolist()}
+
+    def _copy(self, conn: Connection, name: str, columns: list[tuple[str, np.ndarray]]) -> None:
+        with conn.connection.driver_connection.cursor() as cur, cur.copy(self._sql(name)) as copy:
+            copy.write(binary_copy_payload(columns))
+
+    @contextmanager
+    def _pair_lock(self) -> Iterator[Connection]:
+        """A connection holding the pair-writer lock (session-level: it spans several transactions)."""
+        with self._engine.connect() as conn:
+            conn.exec_driver_sql(self._sql("lock_pair_writes"))
+            conn.commit()
+            try:
+                yield conn
+            finally:
+                conn.rollback()
+                conn.exec_driver_sql(self._sql("unlock_pair_writes"))
+                conn.commit()
+
+    def _ensure_partition(self, conn: Connection, expires_at: int) -> None:
+        hour = expires_at // MICROS_PER_HOUR
+        if hour < 0:
+            raise StoreError(f"expires_at {expires_at} us is before 1970; the pair table has no partition for it")
+        ddl = self._sql("create_pair_partition").format(
+            hour=hour, lower=hour * MICROS_PER_HOUR, upper=(hour + 1) * MICROS_PER_HOUR
+        )
+        conn.exec_driver_sql(ddl)
+        conn.commit()
+
+    def _write_pairs(self, batch: validate.PairBatch) -> None:
+        s = batch.stamp
+        with self._pair_lock() as conn:
+            self._ensure_partition(conn, s.expires_at)
+            conn.exec_driver_sql(self._sql("create_pair_staging"))
+            self._copy(conn, "copy_pair_staging", [
+                ("int8", batch.user_ids), ("int8", batch.item_ids), ("bytea", batch.vectors), ("float4", batch.scores),
+            ])
+            params = {"version": s.version, "created_at": s.created_at, "expires_at": s.expires_at, "run_id": s.run_id}
+            conn.exec_driver_sql(self._sql("delete_pair_keys"), params)
+            conn.exec_driver_sql(self._sql("insert_pairs"), params)
+            conn.commit()
+
+    def _write_aggregates(self, batch: validate.AggregateBatch) -> None:
+        s = batch.stamp
+        params = {
+            "version": s.version, "window_hours": batch.window_hours, "created_at": s.created_at,
+            "expires_at": s.expires_at, "run_id": s.run_id,
+        }
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("create_aggregate_staging"))
+            self._copy(conn, "copy_aggregate_staging", [
+                ("int8", batch.user_ids), ("bytea", batch.vectors), ("int8", batch.pair_counts),
+            ])
+            conn.exec_driver_sql(self._sql("upsert_user_aggregates"), params)
+
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
+        s = batch.stamp
+        params = {"version": s.version, "created_at": s.created_at, "expires_at": s.expires_at, "run_id": s.run_id}
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("create_neighbour_staging"))
+            self._copy(conn, "copy_neighbour_staging", [
+                ("int8", batch.user_ids), ("int8", batch.neighbour_ids), ("float4", batch.similarities),
+            ])
+            conn.exec_driver_sql(self._sql("delete_user_neighbours"), {"version": s.version, "users": batch.users.tolist()})
+            conn.exec_driver_sql(self._sql("insert_user_neighbours"), params)
+
+    def _drop_expired_partitions(self, t: int) -> int:
+        """Drop partitions whose every row has expired (range upper bound - 1 <= t); returns how many."""
+        dropped = 0
+        with self._pair_lock() as conn:
+            names = [r[0] for r in self._rows(conn, "list_pair_partitions", {})]
+            conn.commit()
+            for name in names:
+                hour = int(name.removeprefix(PARTITION_PREFIX))
+                if (hour + 1) * MICROS_PER_HOUR - 1 <= t:
+                    conn.exec_driver_sql(self._sql("drop_pair_partition").format(hour=hour))
+                    conn.commit()
+                    dropped += 1
+        return dropped
+
+    def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
+        params = self._expiry_params(t, batch_size)
+        dropped = self._drop_expired_partitions(params["t"])
+        with self._engine.connect() as conn:
+            counts = {table: self._expire_in_batches(conn, table, params) for table in EXPIRING_TABLES}
+        return counts | {"pair_partitions_dropped": dropped}

@@ -1,0 +1,309 @@
+"""What both SQL backends share: versions, reads, runs and stats through the dialect's SQL files.
+
+Statements go to the driver as written in ``sql/<dialect>/`` (``exec_driver_sql``: no SQL compilation on
+the serving path). Backends supply how a batch of keys is passed (JSON on SQLite, arrays on PostgreSQL)
+and how bulk writes and expiry run.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine
+
+from solaris.store import validate
+from solaris.store.base import (
+    RUN_STATUSES,
+    EmbeddingVersion,
+    FeatureStore,
+    RunRecord,
+    StoreError,
+    TableStats,
+    TierBatchRead,
+)
+from solaris.store.codec import MICROS_PER_HOUR, VECTOR_DTYPES, decode_vectors, from_micros, to_micros
+from solaris.store.combine import PairIndex, scatter, weighted_mean
+from solaris.store.sqlfiles import load_sql, statements
+
+EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours")
+
+
+def version_id(fm_version: str, ae_version: str, dim: int, dtype: str) -> str:
+    for name, value in (("fm_version", fm_version), ("ae_version", ae_version)):
+        if not isinstance(value, str) or not value or not value.replace(".", "").replace("_", "").isalnum():
+            raise StoreError(f"{name}={value!r}: expected a non-empty alphanumeric version")
+    if not isinstance(dim, int | np.integer) or dim <= 0:
+        raise StoreError(f"dim={dim!r}: expected a positive integer")
+    if dtype not in VECTOR_DTYPES:
+        raise StoreError(f"dtype={dtype!r}: expected one of {', '.join(VECTOR_DTYPES)}")
+    suffix = "" if dtype == "float16" else f"-{dtype}"
+    return f"fm{fm_version}-ae{ae_version}-d{int(dim)}{suffix}"
+
+
+class SqlFeatureStore(FeatureStore):
+    dialect: str
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        # Versions never change once registered, so the serving path looks each one up once.
+        self._versions: dict[str, EmbeddingVersion] = {}
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    def _sql(self, name: str) -> str:
+        return load_sql(self.dialect, name)
+
+    def _rows(self, conn: Connection, name: str, params: Mapping[str, Any]) -> list[tuple]:
+        return [tuple(r) for r in conn.exec_driver_sql(self._sql(name), dict(params)).all()]
+
+    @abstractmethod
+    def _pairs_param(self, users: np.ndarray, items: np.ndarray) -> dict[str, Any]:
+        """Bind parameters carrying a batch of (user, item) keys in one value."""
+
+    @abstractmethod
+    def _users_param(self, users: np.ndarray) -> dict[str, Any]: ...
+
+    def init_schema(self) -> None:
+        with self._engine.begin() as conn:
+            for statement in statements(self.dialect, "schema"):
+                conn.exec_driver_sql(statement)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # -- versions ---------------------------------------------------------------------------------------
+
+    def register_embedding_version(
+        self, fm_version: str, ae_version: str, dim: int, dtype: str = "float16", *, created_at: datetime
+    ) -> str:
+        vid = version_id(fm_version, ae_version, dim, dtype)
+        params = dict(
+            version_id=vid, fm_version=fm_version, ae_version=ae_version, dim=int(dim), dtype=dtype,
+            created_at=to_micros(created_at, "created_at"),
+        )
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("register_version"), params)
+        return vid
+
+    def get_embedding_version(self, version_id: str) -> EmbeddingVersion:
+        if version_id not in self._versions:
+            with self._engine.connect() as conn:
+                rows = self._rows(conn, "get_version", {"version_id": version_id})
+            if not rows:
+                raise StoreError(f"unknown embedding version {version_id!r}; register it first")
+            vid, fm, ae, dim, dtype, created = rows[0]
+            self._versions[version_id] = EmbeddingVersion(vid, fm, ae, int(dim), dtype, from_micros(created))
+        return self._versions[version_id]
+
+    # -- writes -----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _write_pairs(self, batch: validate.PairBatch) -> None: ...
+
+    @abstractmethod
+    def _write_aggregates(self, batch: validate.AggregateBatch) -> None: ...
+
+    @abstractmethod
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None: ...
+
+    def write_pair_embeddings(
+        self,
+        run_id: str,
+        version: str,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        vectors: np.ndarray,
+        scores: np.ndarray,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int:
+        ver = self.get_embedding_version(version)
+        stamp = validate.stamp(run_id, ver, created_at, expires_at)
+        batch = validate.pair_batch(stamp, ver, user_ids, item_ids, vectors, scores)
+        if len(batch.user_ids):
+            self._write_pairs(batch)
+        return len(batch.user_ids)
+
+    def write_user_aggregates(
+        self,
+        run_id: str,
+        version: str,
+        user_ids: np.ndarray,
+        vectors: np.ndarray,
+        pair_counts: np.ndarray,
+        window_hours: int,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int:
+        ver = self.get_embedding_version(version)
+        stamp = validate.stamp(run_id, ver, created_at, expires_at)
+        batch = validate.aggregate_batch(stamp, ver, user_ids, vectors, pair_counts, window_hours)
+        if len(batch.user_ids):
+            self._write_aggregates(batch)
+        return len(batch.user_ids)
+
+    def write_user_neighbours(
+        self,
+        run_id: str,
+        version: str,
+        user_ids: np.ndarray,
+        neighbour_ids: np.ndarray,
+        similarities: np.ndarray,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int:
+        ver = self.get_embedding_version(version)
+        stamp = validate.stamp(run_id, ver, created_at, expires_at)
+        batch = validate.neighbour_batch(stamp, user_ids, neighbour_ids, similarities)
+        if len(batch.users):
+            self._write_neighbours(batch)
+        return len(batch.user_ids)
+
+    # -- reads ------------------------------------------------------------------------------------------
+
+    def _request(self, user_ids: np.ndarray, item_ids: np.ndarray) -> PairIndex:
+        users = validate.ids(user_ids, "user_ids")
+        items = validate.ids(item_ids, "item_ids", len(users))
+        return PairIndex.build(users, items)
+
+    def read_tiers_batch(
+        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime
+    ) -> TierBatchRead:
+        ver = self.get_embedding_version(version)
+        index = self._request(user_ids, item_ids)
+        base = {"version": version, "t": to_micros(t, "t")}
+        pairs = self._pairs_param(index.pair_users, index.pair_items)
+        with self._engine.connect() as conn:
+            pair_rows = self._rows(conn, "read_pairs", base | pairs)
+            agg_rows = self._rows(conn, "read_user_aggregates", base | self._users_param(index.users))
+            knn_rows = self._rows(conn, "read_knn", base | pairs)
+        size = len(index.codes)
+
+        def decode(rows: list[tuple], column: int) -> np.ndarray:
+            return decode_vectors([r[column] for r in rows], ver.dim, ver.dtype)
+
+        def ints(rows: list[tuple], column: int) -> np.ndarray:
+            return np.fromiter((r[column] for r in rows), dtype=np.int64, count=len(rows))
+
+        pair, pair_mask = scatter(index.locate(ints(pair_rows, 0), ints(pair_rows, 1)), decode(pair_rows, 2), size)
+        user_agg, user_mask = scatter(np.searchsorted(index.users, ints(agg_rows, 0)), decode(agg_rows, 1), len(index.users))
+        sims = np.fromiter((r[2] for r in knn_rows), dtype=np.float64, count=len(knn_rows))
+        knn, knn_mask = weighted_mean(
+            index.locate(ints(knn_rows, 0), ints(knn_rows, 1)), sims, decode(knn_rows, 3), size
+        )
+        row_user = np.searchsorted(index.users, index.pair_users)[index.inverse]
+        at = index.inverse
+        return TierBatchRead(
+            pair[at], pair_mask[at], user_agg[row_user], user_mask[row_user], knn[at], knn_mask[at]
+        )
+
+    def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
+        self.get_embedding_version(version)
+        index = self._request(user_ids, item_ids)
+        params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index.pair_users, index.pair_items)
+        with self._engine.connect() as conn:
+            rows = self._rows(conn, "fresh_pairs", params)
+        fresh = np.zeros(len(index.codes), dtype=bool)
+        if rows:
+            got = np.array(rows, dtype=np.int64)
+            fresh[index.locate(got[:, 0], got[:, 1])] = True
+        return fresh[index.inverse]
+
+    def stats(self, version: str, t: datetime) -> dict[str, TableStats]:
+        tm = to_micros(t, "t")
+        with self._engine.connect() as conn:
+            rows = self._rows(conn, "stats", {"version": version, "t": tm, "horizon": tm + MICROS_PER_HOUR})
+        return {
+            name: TableStats(int(n), int(fresh), from_micros(oldest), from_micros(newest), int(soon))
+            for name, n, fresh, oldest, newest, soon in rows
+        }
+
+    # -- expiry ---------------------------------------------------------------------------------------
+
+    def _expiry_params(self, t: datetime, batch_size: int) -> dict[str, int]:
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise StoreError(f"batch_size={batch_size!r}: expected a positive integer")
+        return {"t": to_micros(t, "t"), "batch_size": batch_size}
+
+    def _expire_in_batches(self, conn: Connection, table: str, params: dict[str, int]) -> int:
+        """Delete a table's expired rows one bounded transaction at a time, so no lock is held for long."""
+        total = 0
+        while True:
+            deleted = conn.exec_driver_sql(self._sql(f"expire_{table}"), params).rowcount
+            conn.commit()
+            total += deleted
+            if deleted < params["batch_size"]:
+                return total
+
+    # -- runs -------------------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        run_id: str,
+        interval_start: datetime,
+        interval_end: datetime,
+        fm_version: str,
+        ae_version: str,
+        vm_version: str,
+        embedding_version: str,
+        started_at: datetime,
+    ) -> None:
+        start, end = to_micros(interval_start, "interval_start"), to_micros(interval_end, "interval_end")
+        if end <= start:
+            raise StoreError(f"run {run_id!r}: interval_end is not after interval_start")
+        self.get_embedding_version(embedding_version)
+        params = dict(
+            run_id=run_id, interval_start=start, interval_end=end, fm_version=fm_version,
+            ae_version=ae_version, vm_version=vm_version, embedding_version=embedding_version,
+            started_at=to_micros(started_at, "started_at"),
+        )
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("start_run"), params)
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        counts: Mapping[str, int],
+        timings: Mapping[str, float],
+        finished_at: datetime,
+    ) -> None:
+        if status not in RUN_STATUSES[1:]:
+            raise StoreError(f"run {run_id!r}: finish status {status!r} is not one of {', '.join(RUN_STATUSES[1:])}")
+        run = self.get_run(run_id)
+        if run is None:
+            raise StoreError(f"run {run_id!r} was never started")
+        finished = to_micros(finished_at, "finished_at")
+        if finished < to_micros(run.started_at, "started_at"):
+            raise StoreError(f"run {run_id!r}: finished_at {finished_at.isoformat()} is before its start")
+        params = dict(
+            run_id=run_id, status=status, counts=json.dumps({k: int(v) for k, v in counts.items()}),
+            timings=json.dumps({k: float(v) for k, v in timings.items()}),
+            finished_at=finished,
+        )
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("finish_run"), params)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._engine.connect() as conn:
+            rows = self._rows(conn, "get_run", {"run_id": run_id})
+        return _run_record(rows[0]) if rows else None
+
+    def recent_runs(self, n: int = 20) -> Sequence[RunRecord]:
+        with self._engine.connect() as conn:
+            return [_run_record(r) for r in self._rows(conn, "recent_runs", {"n": int(n)})]
+
+
+def _run_record(row: tuple) -> RunRecord:
+    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished = row
+    return RunRecord(
+        run_id, from_micros(start), from_micros(end), fm, ae, vm, ev, status, json.loads(counts),
+        json.loads(timings), from_micros(started), from_micros(finished),
+    )

@@ -1,0 +1,75 @@
+"""The embedded backend: one SQLite file in WAL mode (readers never block the writer, nor it them)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+from sqlalchemy import create_engine, event
+
+from solaris.store import validate
+from solaris.store.config import SqliteStoreConfig
+from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
+
+
+class SqliteFeatureStore(SqlFeatureStore):
+    dialect = "sqlite"
+
+    def __init__(self, config: SqliteStoreConfig) -> None:
+        config.path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(config.url)
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute(f"PRAGMA busy_timeout={int(config.busy_timeout_ms)}")
+            cur.close()
+
+        super().__init__(engine)
+
+    def _pairs_param(self, users: np.ndarray, items: np.ndarray) -> dict[str, Any]:
+        return {"pairs": json.dumps(np.stack([users, items], axis=1).tolist())}
+
+    def _users_param(self, users: np.ndarray) -> dict[str, Any]:
+        return {"users": json.dumps(users.tolist())}
+
+    def _write_pairs(self, batch: validate.PairBatch) -> None:
+        s = batch.stamp
+        rows = zip(
+            repeat(s.version), batch.user_ids.tolist(), batch.item_ids.tolist(), batch.vectors.tolist(),
+            batch.scores.tolist(), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
+        )
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("upsert_pairs"), list(rows))
+
+    def _write_aggregates(self, batch: validate.AggregateBatch) -> None:
+        s = batch.stamp
+        rows = zip(
+            repeat(s.version), batch.user_ids.tolist(), batch.vectors.tolist(), batch.pair_counts.tolist(),
+            repeat(batch.window_hours), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
+        )
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("upsert_user_aggregates"), list(rows))
+
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
+        s = batch.stamp
+        rows = list(zip(
+            repeat(s.version), batch.user_ids.tolist(), batch.neighbour_ids.tolist(),
+            batch.similarities.tolist(), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
+        ))
+        with self._engine.begin() as conn:
+            old = {"version": s.version} | self._users_param(batch.users)
+            conn.exec_driver_sql(self._sql("delete_user_neighbours"), old)
+            if rows:
+                conn.exec_driver_sql(self._sql("insert_user_neighbours"), rows)
+
+    def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
+        params = self._expiry_params(t, batch_size)
+        with self._engine.connect() as conn:
+            counts = {table: self._expire_in_batches(conn, table, params) for table in EXPIRING_TABLES}
+        return counts | {"pair_partitions_dropped": 0}

@@ -1,0 +1,169 @@
+"""Checks a write batch whole before any of it reaches the database, so a refused batch writes nothing.
+
+Each error names the argument and the first offending row, so a precompute failure points at its data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from solaris.store.base import EmbeddingVersion, StoreError
+from solaris.store.codec import encode_vectors, to_micros
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What every row of one batch shares."""
+
+    run_id: str
+    version: str
+    created_at: int
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class PairBatch:
+    stamp: Stamp
+    user_ids: np.ndarray
+    item_ids: np.ndarray
+    vectors: np.ndarray  # fixed-width bytes
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class AggregateBatch:
+    stamp: Stamp
+    user_ids: np.ndarray
+    vectors: np.ndarray  # fixed-width bytes
+    pair_counts: np.ndarray
+    window_hours: int
+
+
+@dataclass(frozen=True)
+class NeighbourBatch:
+    stamp: Stamp
+    users: np.ndarray  # every listed user: their old lists are replaced, even by an empty one
+    user_ids: np.ndarray  # one row per (user, neighbour), padding removed
+    neighbour_ids: np.ndarray
+    similarities: np.ndarray
+
+
+def stamp(run_id: str, version: EmbeddingVersion, created_at: datetime, expires_at: datetime) -> Stamp:
+    if not isinstance(run_id, str) or not run_id:
+        raise StoreError(f"run_id must be a non-empty string, got {run_id!r}")
+    created, expires = to_micros(created_at, "created_at"), to_micros(expires_at, "expires_at")
+    if expires <= created:
+        raise StoreError(
+            f"expires_at={expires_at.isoformat()} is not after created_at={created_at.isoformat()}"
+        )
+    return Stamp(run_id, version.version_id, created, expires)
+
+
+def ids(values: np.ndarray, name: str, n: int | None = None) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise StoreError(f"{name} must be a 1-D integer array, got shape {arr.shape} dtype {arr.dtype}")
+    if n is not None and len(arr) != n:
+        raise StoreError(f"{name} has {len(arr)} rows, expected {n}")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise StoreError(f"{name} row {int(np.argmin(arr))} is negative ({int(arr.min())})")
+    return arr
+
+
+def finite(values: np.ndarray, name: str, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.shape != shape:
+        raise StoreError(f"{name} has shape {arr.shape}, expected {shape}")
+    if arr.size and arr.dtype.kind not in "fiu":
+        raise StoreError(f"{name} must be numeric, got dtype {arr.dtype}")
+    with np.errstate(over="ignore"):  # an overflow becomes inf, which the check below reports
+        cast = arr.astype(dtype)
+    bad = ~np.isfinite(cast.reshape(len(cast), -1)).all(axis=1) if cast.size else np.zeros(0, bool)
+    if bad.any():
+        raise StoreError(f"{name} row {int(np.argmax(bad))} holds NaN or infinite values (as {dtype})")
+    return cast
+
+
+def vectors(values: np.ndarray, version: EmbeddingVersion, n: int) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 2 or len(arr) != n:
+        raise StoreError(f"vectors must be [{n}, {version.dim}], got shape {arr.shape}")
+    if arr.shape[1] != version.dim:
+        raise StoreError(
+            f"vectors have dimension {arr.shape[1]}, embedding version {version.version_id} has {version.dim}"
+        )
+    return encode_vectors(finite(arr, "vectors", arr.shape, version.dtype), version.dtype)
+
+
+def unique_keys(columns: list[np.ndarray], name: str) -> None:
+    """Refuses a batch that writes one key twice: which row would win is undefined in one statement."""
+    if len(columns[0]) < 2:
+        return
+    order = np.lexsort(columns[::-1])
+    same = np.ones(len(order) - 1, dtype=bool)
+    for column in columns:
+        ordered = column[order]
+        same &= ordered[1:] == ordered[:-1]
+    if same.any():
+        at = int(np.argmax(same))
+        first, second = sorted((int(order[at]), int(order[at + 1])))
+        key = [int(column[first]) for column in columns]
+        raise StoreError(f"{name} {key} appears twice in the batch, at rows {first} and {second}")
+
+
+def pair_batch(
+    stamp_: Stamp,
+    version: EmbeddingVersion,
+    user_ids: np.ndarray,
+    item_ids: np.ndarray,
+    vectors_: np.ndarray,
+    scores: np.ndarray,
+) -> PairBatch:
+    users = ids(user_ids, "user_ids")
+    items = ids(item_ids, "item_ids", len(users))
+    unique_keys([users, items], "(user_id, item_id)")
+    return PairBatch(
+        stamp_, users, items, vectors(vectors_, version, len(users)), finite(scores, "scores", (len(users),))
+    )
+
+
+def aggregate_batch(
+    stamp_: Stamp,
+    version: EmbeddingVersion,
+    user_ids: np.ndarray,
+    vectors_: np.ndarray,
+    pair_counts: np.ndarray,
+    window_hours: int,
+) -> AggregateBatch:
+    users = ids(user_ids, "user_ids")
+    unique_keys([users], "user_id")
+    counts = ids(pair_counts, "pair_counts", len(users))
+    if not isinstance(window_hours, int | np.integer) or window_hours <= 0:
+        raise StoreError(f"window_hours must be a positive integer, got {window_hours!r}")
+    return AggregateBatch(stamp_, users, vectors(vectors_, version, len(users)), counts, int(window_hours))
+
+
+def neighbour_batch(
+    stamp_: Stamp, user_ids: np.ndarray, neighbour_ids: np.ndarray, similarities: np.ndarray
+) -> NeighbourBatch:
+    users = ids(user_ids, "user_ids")
+    unique_keys([users], "user_id")
+    neighbours = np.asarray(neighbour_ids)
+    if neighbours.ndim != 2 or len(neighbours) != len(users) or (neighbours.size and neighbours.dtype.kind not in "iu"):
+        raise StoreError(
+            f"neighbour_ids must be a 2-D integer array with {len(users)} rows, got shape {neighbours.shape}"
+        )
+    neighbours = neighbours.astype(np.int64)
+    sims = finite(similarities, "similarities", neighbours.shape)
+    row, col = np.nonzero(neighbours != -1)
+    flat = neighbours[row, col]
+    if flat.size and flat.min() < 0:
+        raise StoreError(f"neighbour_ids row {int(row[np.argmin(flat)])} holds {int(flat.min())}; pad with -1 only")
+    if (flat == users[row]).any():
+        raise StoreError(f"neighbour_ids row {int(row[np.argmax(flat == users[row])])} lists the user itself")
+    unique_keys([users[row], flat], "(user_id, neighbour_id)")
+    return NeighbourBatch(stamp_, users, users[row], flat, sims[row, col])

@@ -1,0 +1,1 @@
+COPY aggregate_staging (user_id, vector, pair_count) FROM STDIN (FORMAT BINARY)

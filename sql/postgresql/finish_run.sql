@@ -1,0 +1,3 @@
+UPDATE precompute_runs
+SET status = %(status)s, counts = %(counts)s, timings = %(timings)s, finished_at = %(finished_at)s
+WHERE run_id = %(run_id)s

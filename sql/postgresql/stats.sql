@@ -1,0 +1,11 @@
+SELECT 'pair_embeddings' AS tbl, count(*), count(*) FILTER (WHERE expires_at > %(t)s), min(created_at),
+       max(created_at), count(*) FILTER (WHERE expires_at > %(t)s AND expires_at <= %(horizon)s)
+FROM pair_embeddings WHERE version_id = %(version)s
+UNION ALL
+SELECT 'user_aggregates', count(*), count(*) FILTER (WHERE expires_at > %(t)s), min(created_at),
+       max(created_at), count(*) FILTER (WHERE expires_at > %(t)s AND expires_at <= %(horizon)s)
+FROM user_aggregates WHERE version_id = %(version)s
+UNION ALL
+SELECT 'user_neighbours', count(*), count(*) FILTER (WHERE expires_at > %(t)s), min(created_at),
+       max(created_at), count(*) FILTER (WHERE expires_at > %(t)s AND expires_at <= %(horizon)s)
+FROM user_neighbours WHERE version_id = %(version)s

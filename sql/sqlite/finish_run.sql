@@ -1,0 +1,3 @@
+UPDATE precompute_runs
+SET status = :status, counts = :counts, timings = :timings, finished_at = :finished_at
+WHERE run_id = :run_id

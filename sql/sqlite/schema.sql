@@ -1,0 +1,63 @@
+-- Feature-store schema, SQLite. Times are integer UTC epoch microseconds; vectors are little-endian
+-- float16 (or the version's dtype) bytes. Mirrored by solaris/store/tables.py (tests/store/test_schema.py).
+CREATE TABLE IF NOT EXISTS embedding_versions (
+    version_id TEXT NOT NULL PRIMARY KEY,
+    fm_version TEXT NOT NULL,
+    ae_version TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    dtype TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS pair_embeddings (
+    version_id TEXT NOT NULL,
+    user_id BIGINT NOT NULL,
+    item_id BIGINT NOT NULL,
+    vector BLOB NOT NULL,
+    score REAL NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    PRIMARY KEY (version_id, user_id, item_id)
+);
+CREATE INDEX IF NOT EXISTS pair_embeddings_expires_at ON pair_embeddings (expires_at);
+
+CREATE TABLE IF NOT EXISTS user_aggregates (
+    version_id TEXT NOT NULL,
+    user_id BIGINT NOT NULL,
+    vector BLOB NOT NULL,
+    pair_count INTEGER NOT NULL,
+    window_hours INTEGER NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    PRIMARY KEY (version_id, user_id)
+);
+CREATE INDEX IF NOT EXISTS user_aggregates_expires_at ON user_aggregates (expires_at);
+
+CREATE TABLE IF NOT EXISTS user_neighbours (
+    version_id TEXT NOT NULL,
+    user_id BIGINT NOT NULL,
+    neighbour_id BIGINT NOT NULL,
+    similarity REAL NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    PRIMARY KEY (version_id, user_id, neighbour_id)
+);
+CREATE INDEX IF NOT EXISTS user_neighbours_expires_at ON user_neighbours (expires_at);
+
+CREATE TABLE IF NOT EXISTS precompute_runs (
+    run_id TEXT NOT NULL PRIMARY KEY,
+    interval_start BIGINT NOT NULL,
+    interval_end BIGINT NOT NULL,
+    fm_version TEXT NOT NULL,
+    ae_version TEXT NOT NULL,
+    vm_version TEXT NOT NULL,
+    embedding_version TEXT NOT NULL,
+    status TEXT NOT NULL,
+    counts TEXT NOT NULL,
+    timings TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    finished_at BIGINT
+);
