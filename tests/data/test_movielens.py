@@ -1,0 +1,112 @@
+"""MovieLens-100K from the RecBole wheel (downloaded once per test session): counts, clicks, features, reads."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from solaris.cli import main
+from solaris.config import Settings
+from solaris.data import movielens
+from solaris.data.eventlog import EventLog
+from solaris.data.movielens import MEMBER_DIR, WHEEL_NAME, MovieLensUnavailable, fetch_wheel, import_movielens_100k
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fetch_wheel(tmp_path_factory.mktemp("wheels"))
+
+
+@pytest.fixture(scope="session")
+def raw(wheel: Path) -> dict[str, pd.DataFrame]:
+    """The wheel's own files, read independently of the importer, to check the import against."""
+    with zipfile.ZipFile(wheel) as zf:
+        return {
+            kind: pd.read_csv(io.BytesIO(zf.read(f"{MEMBER_DIR}ml-100k.{kind}")), sep="\t", quoting=3)
+            for kind in ("inter", "user", "item")
+        }
+
+
+@pytest.fixture(scope="session")
+def log(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> EventLog:
+    return import_movielens_100k(tmp_path_factory.mktemp("logs") / "ml", cache_dir=wheel.parent, wheel=wheel)
+
+
+def test_counts_and_clicks_match_the_raw_ratings(log: EventLog, raw: dict[str, pd.DataFrame]) -> None:
+    ratings = raw["inter"]
+    counts = log.meta["counts"]
+    assert (counts["impressions"], counts["users"], counts["items"]) == (100_000, 943, 1_682)
+    assert counts["clicks"] == int((ratings["rating:float"] >= 4).sum())
+    assert log.meta["source"] == "movielens-100k"
+    impressions = log.impressions(log.start, log.end).to_pandas()
+    assert len(impressions) == len(ratings)
+    assert impressions.user_id.nunique() == ratings["user_id:token"].nunique()
+
+
+def test_requests_are_user_hours(log: EventLog) -> None:
+    requests = log.requests(log.start, log.end).to_pandas()
+    hour = requests.ts.dt.floor("h")
+    assert not pd.DataFrame({"hour": hour, "user": requests.user_id}).duplicated().any()
+    assert requests.candidates.map(len).sum() == 100_000
+
+
+def test_side_features_are_coded(log: EventLog, raw: dict[str, pd.DataFrame]) -> None:
+    users = log.users().to_pandas()
+    assert users.columns.tolist() == ["user_id", "u_age", "u_gender", "u_occupation"]
+    female = log.meta["vocabularies"]["u_gender"].index("F") + 1
+    assert (users.u_gender == female).sum() == (raw["user"]["gender:token"] == "F").sum()
+    assert users.u_occupation.nunique() == raw["user"]["occupation:token"].nunique()
+    items = log.items().to_pandas()
+    assert items.columns.tolist() == ["item_id", "i_genre", "i_decade"]
+    unknown_genre = raw["item"]["class:token_seq"].str.startswith("unknown")
+    unknown_year = pd.to_numeric(raw["item"]["release_year:token"], errors="coerce").isna()
+    assert ((items.i_genre == 0).sum(), (items.i_decade == 0).sum()) == (unknown_genre.sum(), unknown_year.sum())
+    assert items.i_genre.max() == len(log.meta["vocabularies"]["i_genre"])
+
+
+def test_time_range_read_returns_only_the_hours_asked(log: EventLog, raw: dict[str, pd.DataFrame]) -> None:
+    start = log.start + timedelta(hours=log.meta["hours"] // 2)
+    end = start + timedelta(hours=24)
+    window = log.impressions(start, end).to_pandas()
+    seconds = raw["inter"]["timestamp:float"]
+    expected = ((seconds >= start.timestamp()) & (seconds < end.timestamp())).sum()
+    assert len(window) == expected > 0
+    assert window.ts.min() >= start and window.ts.max() < end
+
+
+def test_cached_wheel_is_reused_by_the_cli(
+    settings: Settings, wheel: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    cache = settings.data_dir / "cache" / "wheels"
+    cache.mkdir(parents=True)
+    shutil.copy(wheel, cache / WHEEL_NAME)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("downloaded despite a cached wheel"))
+    assert main(["data", "import", "movielens-100k", "--name", "ml"]) == 0
+    assert EventLog(settings.world_dir("ml")).meta["counts"]["impressions"] == 100_000
+
+    assert main(["data", "import", "movielens-100k", "--name", "ml2", "--label", "x"]) == 2
+    assert "fixed column mapping; drop --label" in capsys.readouterr().err
+
+
+def test_failed_download_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failed = subprocess.CompletedProcess([], 1, stdout="", stderr="ERROR: network unreachable")
+    monkeypatch.setattr(movielens.subprocess, "run", lambda *a, **k: failed)
+    with pytest.raises(MovieLensUnavailable, match="could not download recbole==1.2.1.*network unreachable.*--wheel"):
+        import_movielens_100k(tmp_path / "log", cache_dir=tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == []
+    assert not (tmp_path / "log").exists()
+
+
+def test_wrong_wheel_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / WHEEL_NAME
+    fake.write_bytes(b"not the wheel")
+    with pytest.raises(MovieLensUnavailable, match="SHA-256 .* is not that of"):
+        import_movielens_100k(tmp_path / "log", cache_dir=tmp_path, wheel=fake)
+    assert not (tmp_path / "log").exists()
