@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
     gen.add_argument("--overwrite", action="store_true")
+    sizes = gen.add_argument_group("sizes (override the preset)")
+    sizes.add_argument("--users", type=int, help="number of users")
+    sizes.add_argument("--items", type=int, help="number of items")
+    sizes.add_argument("--days", type=int, help="days of traffic")
+    sizes.add_argument("--requests-per-user-day", type=float, help="mean requests per signed-up user and day")
+    sizes.add_argument("--candidates", type=int, help="candidates per request")
+    sizes.add_argument("--shown", type=int, help="impressions per request")
+    sizes.add_argument("--pool-size", type=int, help="items in each user's daily retrieval pool")
+    sizes.add_argument("--start", help="first hour, ISO-8601 with a UTC offset (default 2026-01-05T00:00Z)")
     gen.set_defaults(handler=generate)
 
     imp = dsub.add_parser("import", help="import a CSV/Parquet interaction log, or MovieLens-100K")
@@ -61,15 +71,37 @@ def generate(args: argparse.Namespace) -> int:
 
     if args.preset not in PRESETS:
         raise ValueError(f"--preset {args.preset!r}: choose one of {', '.join(PRESETS)}")
+    config = PRESETS[args.preset].with_seed(args.seed).with_overrides(
+        n_users=args.users,
+        n_items=args.items,
+        days=args.days,
+        requests_per_user_day=args.requests_per_user_day,
+        n_candidates=args.candidates,
+        n_shown=args.shown,
+        pool_size=args.pool_size,
+        start=_parse_start(args.start),
+    )
     settings = get_settings()
     log = generate_world(
-        PRESETS[args.preset].with_seed(args.seed),
+        config,
         settings.world_dir(args.name),
         overwrite=args.overwrite,
         progress=True,
     )
     print(json.dumps(log.summary(), indent=2))
     return 0
+
+
+def _parse_start(raw: str | None) -> datetime | None:
+    if raw is None:
+        return None
+    try:
+        start = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(f"--start {raw!r} is not an ISO-8601 time (e.g. 2026-01-05T00:00Z)") from None
+    if start.tzinfo is None:
+        raise ValueError(f"--start {raw!r} has no UTC offset; add Z or +00:00")
+    return start.astimezone(UTC)
 
 
 def import_log(args: argparse.Namespace) -> int:

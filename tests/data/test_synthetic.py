@@ -1,0 +1,201 @@
+"""The synthetic world: determinism, internal consistency, and the behaviours the models are meant to find."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+import pytest
+
+from solaris.cli import main
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.data.synthetic import PRESETS, generate_world
+from solaris.data.synthetic.stats import ITEM_CTR_PRIOR
+
+TINY = PRESETS["tiny"]
+DAY_US = 24 * 3_600_000_000
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> EventLog:
+    return generate_world(TINY, tmp_path_factory.mktemp("a") / "world")
+
+
+@pytest.fixture(scope="module")
+def impressions(world: EventLog) -> pd.DataFrame:
+    return world.impressions(world.start, world.end).to_pandas()
+
+
+@pytest.fixture(scope="module")
+def requests(world: EventLog) -> pd.DataFrame:
+    return world.requests(world.start, world.end).to_pandas()
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_seed_gives_identical_files(world: EventLog, tmp_path: Path) -> None:
+    again = generate_world(TINY, tmp_path / "world")
+    first, second = _files(world.root), _files(again.root)
+    assert any(name.startswith("impressions/") for name in first)
+    assert first.keys() == second.keys()
+    assert all(first[name] == second[name] for name in first)
+
+
+def test_other_seed_gives_other_world(world: EventLog, impressions: pd.DataFrame, tmp_path: Path) -> None:
+    other = generate_world(TINY.with_seed(1), tmp_path / "world")
+    theirs = other.impressions(other.start, other.end).to_pandas()
+    assert len(theirs) != len(impressions) or not theirs.equals(impressions)
+    assert not other.users().equals(world.users())
+
+
+def test_counts_and_meta_match_the_files(
+    world: EventLog, impressions: pd.DataFrame, requests: pd.DataFrame
+) -> None:
+    meta = world.meta
+    counts = meta["counts"]
+    assert counts["requests"] == len(requests) and counts["impressions"] == len(impressions)
+    assert counts["clicks"] == impressions.click.sum() and counts["conversions"] == impressions.conversion.sum()
+    assert counts["users"] == world.users().num_rows == TINY.n_users
+    assert counts["items"] == world.items().num_rows == TINY.n_items
+    assert meta["source"] == "synthetic" and meta["seed"] == TINY.seed and meta["name"] == "world"
+    assert meta["hours"] == len(world.hours()) == TINY.days * 24
+    assert datetime.fromisoformat(meta["config"]["start"]) == world.start == TINY.start
+    ts = impressions.ts.astype("int64") // 10**6
+    assert world.start.timestamp() <= ts.min() and ts.max() < world.end.timestamp()
+    assert len(impressions) == len(requests) * TINY.n_shown
+    assert not (impressions.conversion > impressions.click).any()
+
+
+def test_impressions_are_their_requests_top_candidates(
+    impressions: pd.DataFrame, requests: pd.DataFrame
+) -> None:
+    candidates = np.stack(requests.candidates.to_numpy())
+    assert candidates.shape == (len(requests), TINY.n_candidates)
+    assert (np.sort(candidates, axis=1)[:, 1:] != np.sort(candidates, axis=1)[:, :-1]).all()
+    shown = impressions.sort_values(["request_id", "position"])
+    by_request = shown.item_id.to_numpy().reshape(-1, TINY.n_shown)
+    assert (shown.position.to_numpy().reshape(-1, TINY.n_shown) == np.arange(TINY.n_shown)).all()
+    order = requests.request_id.to_numpy().argsort()
+    assert (shown.request_id.to_numpy()[:: TINY.n_shown] == requests.request_id.to_numpy()[order]).all()
+    assert (shown.user_id.to_numpy()[:: TINY.n_shown] == requests.user_id.to_numpy()[order]).all()
+    assert (shown.ts.to_numpy()[:: TINY.n_shown] == requests.ts.to_numpy()[order]).all()
+    assert (by_request[:, :, None] == candidates[order][:, None, :]).any(axis=2).all()
+
+
+def test_ids_are_in_range(world: EventLog, impressions: pd.DataFrame, requests: pd.DataFrame) -> None:
+    candidates = np.concatenate(requests.candidates.to_numpy())
+    for ids, n in ((impressions.item_id, TINY.n_items), (candidates, TINY.n_items), (requests.user_id, TINY.n_users)):
+        assert 0 <= ids.min() and ids.max() < n
+    assert requests.request_id.is_unique and requests.request_id.min() >= 0
+    for table in (world.users(), world.items()):
+        for name in table.column_names[1:]:
+            if name.startswith(("u_", "i_")):
+                assert pc.min(table[name]).as_py() >= 0
+
+
+def test_traffic_follows_the_day(requests: pd.DataFrame) -> None:
+    hour_of_day = requests.ts.dt.hour
+    assert (hour_of_day.between(13, 19)).sum() > 2 * (hour_of_day.between(1, 7)).sum()
+
+
+def test_candidate_repeat_share_matches_the_requests(world: EventLog, requests: pd.DataFrame) -> None:
+    """Recompute meta's share from the files: a candidate repeats if the same user had it in the 24 whole
+    hours before the request's hour."""
+    pairs = requests[["request_id", "user_id", "ts", "candidates"]].explode("candidates")
+    pairs["hour"] = pairs.ts.astype("int64") // 3_600_000_000
+    keys = ["user_id", "candidates"]
+    hours = pairs[[*keys, "hour"]].drop_duplicates().sort_values([*keys, "hour"])
+    hours["previous"] = hours.groupby(keys).hour.shift()
+    pairs = pairs.merge(hours, on=[*keys, "hour"])
+    repeated = (pairs.hour - pairs.previous) <= 24
+    assert world.meta["candidate_repeat_share"] == pytest.approx(repeated.mean(), rel=1e-12)
+    any_repeat = repeated.groupby(pairs.request_id).any()
+    assert repeated.mean() > 0.3 and any_repeat.mean() > 0.5
+
+
+def test_new_users_have_no_impressions_before_signup(world: EventLog, impressions: pd.DataFrame) -> None:
+    users = world.users().to_pandas().set_index("user_id")
+    start = pd.Timestamp(world.start)
+    assert (users.signup_ts > start).mean() == pytest.approx(TINY.new_user_share, abs=0.08)
+    signup = users.signup_ts.reindex(impressions.user_id).to_numpy()
+    assert (impressions.ts.to_numpy() >= signup).all()
+    late = users.index[users.signup_ts > start + pd.Timedelta(hours=12)]
+    assert impressions.user_id.isin(late).any()
+
+
+def test_repeated_exposure_lowers_ctr(impressions: pd.DataFrame) -> None:
+    """Fatigue, read back from the data: within (user, item) pairs shown 3+ times in 24 h, clicks at the
+    3rd+ exposure are rarer than at the first (comparing within pairs removes the policy's selection)."""
+    df = impressions.sort_values(["user_id", "item_id", "ts"])
+    key = df.user_id.to_numpy() * TINY.n_items + df.item_id.to_numpy()
+    t = df.ts.astype("int64").to_numpy()
+    stamp = key.astype(np.float64) * 1e18 + t  # sorted by (key, t); float is exact at these sizes
+    assert (np.diff(stamp) >= 0).all()
+    prior = np.searchsorted(stamp, stamp, "left") - np.searchsorted(stamp, stamp - DAY_US + 1, "left")
+    df["prior"] = prior
+    fatigued_pairs = df.groupby(["user_id", "item_id"]).prior.transform("max") >= 2
+    df = df[fatigued_pairs]
+    first, third_on = df[df.prior == 0].click.mean(), df[df.prior >= 2].click.mean()
+    assert third_on < 0.85 * first
+
+
+def test_rates_are_in_the_target_band(impressions: pd.DataFrame) -> None:
+    ctr = impressions.click.mean()
+    assert 0.04 <= ctr <= 0.08
+    assert 0.10 <= impressions.conversion.sum() / impressions.click.sum() <= 0.20
+
+
+def test_ne_headroom_is_reported_and_consistent(world: EventLog, impressions: pd.DataFrame) -> None:
+    ne = world.meta["ne"]
+    base = impressions.click.mean()
+    per_item = impressions.groupby("item_id").click.agg(["sum", "size"])
+    p = (per_item["sum"] + ITEM_CTR_PRIOR * base) / (per_item["size"] + ITEM_CTR_PRIOR)
+    log_loss = -(per_item["sum"] * np.log(p) + (per_item["size"] - per_item["sum"]) * np.log1p(-p)).sum()
+    entropy = -(base * np.log(base) + (1 - base) * np.log1p(-base))
+    assert ne["item_ctr"] == pytest.approx(log_loss / len(impressions) / entropy, rel=1e-9)
+    assert ne["constant"] == 1.0
+    assert ne["oracle"] < ne["item_ctr"] - 0.05 < 1.0
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"n_users": -5}, "n_users=-5"),
+        ({"n_items": 0}, "n_items=0"),
+        ({"days": 1.5}, "days=1.5"),
+        ({"n_shown": 31}, "n_shown=31 exceeds n_candidates=30"),
+        ({"n_candidates": 101}, "n_candidates=101 exceeds pool_size=100"),
+        ({"pool_size": 201}, "pool_size=201 exceeds n_items=200"),
+        ({"requests_per_user_day": 0.0}, "requests_per_user_day=0.0"),
+        ({"new_user_share": 1.0}, "new_user_share=1.0"),
+        ({"start": datetime(2026, 1, 5)}, "start="),
+        ({"size": 3}, "no field"),
+    ],
+)
+def test_bad_config_names_the_field(changes: dict[str, object], field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        TINY.with_overrides(**changes)
+
+
+def test_existing_world_is_kept_without_overwrite(world: EventLog) -> None:
+    before = _files(world.root)
+    with pytest.raises(FileExistsError, match="overwrite"):
+        generate_world(TINY.with_seed(5), world.root)
+    assert _files(world.root) == before
+
+
+def test_cli_generates_with_size_overrides(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["data", "generate", "--preset", "tiny", "--name", "w", "--users", "120", "--days", "1"]
+    assert main([*argv, "--start", "2026-03-01T06:00Z"]) == 0
+    log = EventLog(settings.world_dir("w"))
+    assert log.meta["counts"]["users"] == 120 and log.meta["hours"] == 24
+    assert log.start.isoformat() == "2026-03-01T06:00:00+00:00"
+    assert '"impressions"' in capsys.readouterr().out
+    assert main([*argv, "--shown", "40", "--overwrite"]) == 2
+    assert "n_shown=40 exceeds n_candidates=30" in capsys.readouterr().err
