@@ -1,0 +1,1 @@
+"""The hourly speculative precompute: candidates, verifier selection, freshness checks and run staging."""
