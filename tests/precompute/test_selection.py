@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from solaris.precompute.selection import (
+    REQUEUE,
+    drop_still_fresh,
+    requeue_misses,
+    select_top_fraction,
+    selection_budget,
+)
+
+from conftest import T0, LogFactory
+
+START = T0 + timedelta(hours=24)
+
+
+def scored_pairs(n_users: int, per_user: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "user_id": np.repeat(np.arange(n_users), per_user),
+            "item_id": np.tile(np.arange(per_user), n_users),
+            # Rounded so that ties occur and tie-breaking is exercised.
+            "score": rng.random(n_users * per_user).round(2),
+        }
+    )
+
+
+def greedy_reference(scored: pd.DataFrame, budget: int, cap: int) -> set[tuple[int, int]]:
+    """Walk pairs best first (ties: lower user, lower item) and take each unless its user is full."""
+    rows = sorted(zip(-scored["score"], scored["user_id"], scored["item_id"], strict=True))
+    taken: set[tuple[int, int]] = set()
+    per_user: dict[int, int] = {}
+    for _, user, item in rows:
+        if len(taken) == budget:
+            break
+        if per_user.get(user, 0) < cap:
+            taken.add((user, item))
+            per_user[user] = per_user.get(user, 0) + 1
+    return taken
+
+
+def as_pairs(frame: pd.DataFrame) -> set[tuple[int, int]]:
+    return set(zip(frame["user_id"], frame["item_id"], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("n", "fraction", "expected"), [(10, 0.2, 2), (11, 0.2, 3), (10, 0.7, 7), (1, 0.2, 1), (0, 0.2, 0)]
+)
+def test_budget_is_the_ceiling_without_float_noise(n: int, fraction: float, expected: int) -> None:
+    assert selection_budget(n, fraction) == expected
+
+
+@pytest.mark.parametrize(
+    ("fraction", "cap", "message"), [(0.0, 5, "top_fraction"), (1.5, 5, "top_fraction"), (0.2, 0, "per_user_cap")]
+)
+def test_bad_fraction_or_cap_is_refused(fraction: float, cap: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        select_top_fraction(scored_pairs(2, 2, seed=0), top_fraction=fraction, per_user_cap=cap)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_selection_takes_the_best_ceil_fraction_within_the_cap(seed: int) -> None:
+    scored = scored_pairs(n_users=40, per_user=25, seed=seed)
+    chosen = select_top_fraction(scored, top_fraction=0.2, per_user_cap=6)
+    assert len(chosen) == math.ceil(0.2 * len(scored))
+    assert chosen.groupby("user_id").size().max() <= 6
+    assert as_pairs(chosen) == greedy_reference(scored, len(chosen), cap=6)
+    assert not chosen["forced"].any()
+
+
+def test_cap_can_leave_fewer_pairs_than_the_budget() -> None:
+    scored = scored_pairs(n_users=2, per_user=50, seed=0)
+    chosen = select_top_fraction(scored, top_fraction=0.5, per_user_cap=10)
+    assert len(chosen) == 20
+
+
+def test_ties_are_broken_by_user_then_item() -> None:
+    scored = pd.DataFrame({"user_id": [3, 1, 2, 1], "item_id": [0, 9, 5, 4], "score": [0.5] * 4})
+    chosen = select_top_fraction(scored, top_fraction=0.5, per_user_cap=None)
+    assert as_pairs(chosen) == {(1, 4), (1, 9)}
+
+
+def test_forced_pairs_are_added_outside_budget_and_cap() -> None:
+    scored = scored_pairs(n_users=5, per_user=10, seed=1)
+    # User 0's four worst pairs: more than the cap, and never chosen on merit.
+    worst = scored[scored["user_id"] == 0].nsmallest(4, "score")[["user_id", "item_id"]]
+    unscored = pd.DataFrame({"user_id": [99, 99], "item_id": [1, 1]})  # duplicated on purpose
+    forced = pd.concat([worst, unscored], ignore_index=True)
+    chosen = select_top_fraction(scored, top_fraction=0.2, per_user_cap=3, forced=forced)
+    assert as_pairs(chosen[chosen["forced"]]) == as_pairs(worst) | {(99, 1)}
+    assert len(chosen[chosen["forced"]]) == 5
+    speculative = chosen[~chosen["forced"]]
+    remaining = scored[~scored.set_index(["user_id", "item_id"]).index.isin(as_pairs(worst))]
+    assert len(speculative) == selection_budget(len(remaining), 0.2) == 10
+    assert as_pairs(speculative) == greedy_reference(remaining, 10, cap=3)
+    assert chosen.loc[chosen["user_id"] == 99, "score"].isna().all()
+    assert chosen.loc[chosen["forced"] & (chosen["user_id"] == 0), "score"].notna().all()
+
+
+def test_non_finite_scores_are_refused_with_the_row() -> None:
+    scored = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "score": [0.3, np.nan]})
+    with pytest.raises(ValueError, match=r"row 1 \(user 2, item 2\)"):
+        select_top_fraction(scored)
+
+
+class FreshStub:
+    """The store's fresh_pairs with a fixed set of fresh pairs; records the times it was asked about."""
+
+    def __init__(self, fresh: set[tuple[int, int]]) -> None:
+        self.fresh = fresh
+        self.asked: list[datetime] = []
+
+    def __call__(self, users: np.ndarray, items: np.ndarray, t: datetime) -> np.ndarray:
+        self.asked.append(t)
+        return np.array([(u, i) in self.fresh for u, i in zip(users, items, strict=True)], dtype=bool)
+
+
+def test_requeue_takes_last_hours_requested_pairs_that_are_not_fresh(make_log: LogFactory) -> None:
+    log = make_log(
+        [
+            (START - timedelta(hours=2), 1, [1, 2]),  # before the last hour
+            (START - timedelta(minutes=50), 2, [3, 4]),
+            (START - timedelta(minutes=5), 2, [4, 5]),
+            (START, 3, [6]),  # the interval being prepared: not yet seen
+        ]
+    )
+    fresh = FreshStub({(2, 4)})
+    queued = requeue_misses(log, START, fresh)
+    assert fresh.asked == [START]
+    assert as_pairs(queued) == {(2, 3), (2, 5)}
+    assert len(queued) == 2 and (queued["source"] == REQUEUE).all()
+
+
+def test_drop_still_fresh_checks_at_until() -> None:
+    pairs = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [1, 2, 1], "source": ["recent"] * 3})
+    fresh = FreshStub({(1, 2)})
+    until = START + timedelta(hours=2)
+    kept = drop_still_fresh(pairs, fresh, until)
+    assert fresh.asked == [until]
+    assert as_pairs(kept) == {(1, 1), (2, 1)} and list(kept.columns) == list(pairs.columns)
+
+
+def test_a_malformed_fresh_mask_is_refused() -> None:
+    pairs = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2]})
+    with pytest.raises(ValueError, match=r"bool array of shape \(2,\)"):
+        drop_still_fresh(pairs, lambda u, i, t: np.zeros(3, bool), START)
