@@ -281,8 +281,10 @@ def _ts_array(micros: np.ndarray) -> pa.Array:
 def build_requests(source: Source, events: Events, column: str) -> tuple[pa.Table, pa.Table]:
     """Group events into requests: the source's request ids, else one request per user per hour.
 
-    A request's candidates are its impressed items in time order (source order breaks ties), a position is
-    the index in that list, and the request's time is that of its first impression. Errors cite ``column``.
+    A request's candidates are its impressed items in time order (source order breaks ties) and a position is
+    the index in that list. The whole request is stamped with its first event's time, as if the ranker had
+    served it then (as the synthetic world does), so a request and its impressions share one hour partition
+    and no impression's features can see another's outcome. Errors cite ``column``.
     """
     if events.request is None:
         group_keys = (events.ts // HOUR_US, events.user)
@@ -301,7 +303,7 @@ def build_requests(source: Source, events: Events, column: str) -> tuple[pa.Tabl
     impressions = pa.table(
         {
             "request_id": request_ids[group],
-            "ts": _ts_array(ev.ts),
+            "ts": _ts_array(ev.ts[starts][group]),
             "user_id": ev.user,
             "item_id": ev.item,
             "position": position.astype("int16"),

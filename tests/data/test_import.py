@@ -83,13 +83,14 @@ def test_csv_import_groups_requests_per_user_hour(tmp_path: Path, lines) -> None
 
     assert requests_by_user_hour(log) == EXPECTED_REQUESTS
     imps = impressions_frame(log)
-    assert [(r.user_id, r.item_id, r.ts.to_pydatetime(), r.click) for r in imps.itertuples()] == sorted(
-        [(u, i, t, c) for u, i, t, c, _, _ in EVENTS], key=lambda e: (e[2], e[0], e[1])
+    assert sorted((r.user_id, r.item_id, r.click) for r in imps.itertuples()) == sorted(
+        (u, i, c) for u, i, _, c, _, _ in EVENTS
     )
     requests = log.requests(log.start, log.end).to_pandas().set_index("request_id")
+    assert requests.loc[imps.request_id[imps.item_id == 10].min(), "ts"] == T0 + timedelta(minutes=5)
     for r in imps.itertuples():
         assert requests.loc[r.request_id, "candidates"][r.position] == r.item_id
-        assert requests.loc[r.request_id, "user_id"] == r.user_id
+        assert (requests.loc[r.request_id, "user_id"], requests.loc[r.request_id, "ts"]) == (r.user_id, r.ts)
     assert (imps.conversion == 0).all()
 
     assert (log.start, log.end) == (T0, T0 + timedelta(hours=3))
@@ -139,6 +140,7 @@ def test_parquet_with_request_ids_rating_and_conversion(tmp_path: Path) -> None:
     assert list(requests.loc[9, "candidates"]) == [10, 11]
     assert requests.loc[7, "ts"].to_pydatetime() == T0 + timedelta(minutes=5)
     imps = impressions_frame(log)
+    assert (imps.ts[imps.request_id == 7] == requests.loc[7, "ts"]).all()  # item 12's hour-1 event included
     expected_clicks = (frame.stars >= 4.0).astype(int)
     by_event = imps.set_index(["user_id", "item_id"])
     for u, i, click, bought in zip(frame.uid, frame.iid, expected_clicks, frame.bought, strict=True):
