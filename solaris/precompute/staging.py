@@ -1,0 +1,79 @@
+"""A run-scoped staging area for the tables that pass between the tasks of one DAG run.
+
+Task outputs are too large for XCom, so each task writes Parquet here and hands on only :meth:`Staging.write`'s
+small metadata dict. The folder is derived from the DAG run key alone, so a retried or re-run task writes to
+the same paths and overwrites its earlier output instead of piling up copies. Every file is written to a
+temporary name and renamed into place, so a downstream task never reads half a table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from solaris.data.hourly import write_table_atomic
+
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def run_folder_name(dag_run_key: str) -> str:
+    """A filesystem-safe folder name for a run key.
+
+    Airflow run ids hold ``:`` and ``+``; they are replaced for readability, and a short hash of the raw key
+    keeps two keys that differ only in those characters apart.
+    """
+    if not dag_run_key:
+        raise ValueError("dag_run_key is empty; pass the DAG run's id (or dag_id/run_id)")
+    readable = _UNSAFE.sub("_", dag_run_key).strip("._")[:80]
+    digest = hashlib.sha256(dag_run_key.encode()).hexdigest()[:10]
+    return f"{readable}-{digest}"
+
+
+class Staging:
+    """Named Parquet tables under ``root/<run folder>``, removed by :meth:`cleanup` once the run succeeded."""
+
+    def __init__(self, root: Path, dag_run_key: str) -> None:
+        self.root = Path(root)
+        self.dag_run_key = dag_run_key
+        self.path = self.root / run_folder_name(dag_run_key)
+
+    def table_path(self, name: str) -> Path:
+        if not _TABLE_NAME.match(name):
+            raise ValueError(
+                f"staging table name {name!r} is invalid: use letters, digits, '_', '.', '-' (at most 100)"
+            )
+        return self.path / f"{name}.parquet"
+
+    def write(self, name: str, data: pa.Table | pd.DataFrame) -> dict[str, Any]:
+        """Write ``data`` as table ``name`` (replacing an earlier one) and return its XCom metadata."""
+        table = pa.Table.from_pandas(data, preserve_index=False) if isinstance(data, pd.DataFrame) else data
+        path = self.table_path(name)
+        write_table_atomic(table, path)
+        return {"run": self.dag_run_key, "table": name, "path": str(path), "rows": table.num_rows}
+
+    def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        path = self.table_path(name)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"staging table {name!r} of run {self.dag_run_key!r} not found at {path}; "
+                "did the task that writes it succeed?"
+            )
+        return pq.read_table(path, columns=columns)
+
+    def cleanup(self) -> None:
+        """Remove the run's folder; renaming it first means no reader ever sees a half-deleted run."""
+        if not self.path.exists():
+            return
+        doomed = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.deleting")
+        os.replace(self.path, doomed)
+        shutil.rmtree(doomed)
