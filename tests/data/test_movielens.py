@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import zipfile
@@ -34,9 +35,24 @@ def raw(wheel: Path) -> dict[str, pd.DataFrame]:
         }
 
 
+def _no_download(*args: object, **kwargs: object) -> None:
+    pytest.fail("pip was run although the wheel was cached")
+
+
 @pytest.fixture(scope="session")
 def log(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> EventLog:
-    return import_movielens_100k(tmp_path_factory.mktemp("logs") / "ml", cache_dir=wheel.parent, wheel=wheel)
+    """Imported once, through the CLI, from the wheel cache under SOLARIS_DATA_DIR (a download would fail)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("SOLARIS_") and k != "SOLARIS_TEST_PG_URL"]:
+            patch.delenv(key)
+        patch.setenv("SOLARIS_HOME", str(tmp_path_factory.mktemp("home")))
+        settings = Settings.from_env()
+        cache = settings.data_dir / "cache" / "wheels"
+        cache.mkdir(parents=True)
+        shutil.copy(wheel, cache / WHEEL_NAME)
+        patch.setattr(movielens.subprocess, "run", _no_download)
+        assert main(["data", "import", "movielens-100k", "--name", "ml"]) == 0
+        return EventLog(settings.world_dir("ml"))
 
 
 def test_counts_and_clicks_match_the_raw_ratings(log: EventLog, raw: dict[str, pd.DataFrame]) -> None:
@@ -81,18 +97,10 @@ def test_time_range_read_returns_only_the_hours_asked(log: EventLog, raw: dict[s
     assert window.ts.min() >= start and window.ts.max() < end
 
 
-def test_cached_wheel_is_reused_by_the_cli(
-    settings: Settings, wheel: Path, monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:
-    cache = settings.data_dir / "cache" / "wheels"
-    cache.mkdir(parents=True)
-    shutil.copy(wheel, cache / WHEEL_NAME)
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("downloaded despite a cached wheel"))
-    assert main(["data", "import", "movielens-100k", "--name", "ml"]) == 0
-    assert EventLog(settings.world_dir("ml")).meta["counts"]["impressions"] == 100_000
-
-    assert main(["data", "import", "movielens-100k", "--name", "ml2", "--label", "x"]) == 2
-    assert "fixed column mapping; drop --label" in capsys.readouterr().err
+def test_cli_refuses_a_mapping_for_movielens(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "import", "movielens-100k", "--name", "ml", "--label", "x", "--user", "u"]) == 2
+    assert "fixed column mapping; drop --user, --label" in capsys.readouterr().err
+    assert not settings.world_dir("ml").exists()
 
 
 def test_failed_download_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
