@@ -191,7 +191,8 @@ def parse_timestamps(source: Source, column: str) -> np.ndarray:
         _raise_first(source, column, bad, "expected unix seconds within years 1677-2262")
         return np.round(seconds * 1e6).astype("int64")
     stamps = pd.to_datetime(raw, format="ISO8601", utc=True, errors="coerce")
-    _raise_first(source, column, stamps.isna().to_numpy(), "unparsable timestamp (expected unix seconds or ISO-8601)")
+    unparsable = stamps.isna().to_numpy()
+    _raise_first(source, column, unparsable, "unparsable timestamp (expected unix seconds or ISO-8601)")
     return stamps.dt.as_unit("us").astype("int64").to_numpy()
 
 
@@ -266,7 +267,8 @@ def handle_duplicates(source: Source, events: Events, on_duplicate: str) -> tupl
     shown = []
     for p in np.flatnonzero(repeated)[:_SHOWN_DUPLICATES]:
         same = (events.user == events.user[p]) & (events.item == events.item[p]) & (events.ts == events.ts[p])
-        shown.append(f"{source.where(int(p))} repeats {source.where(int(np.argmax(same)))}")
+        earlier = int(events.position[np.argmax(same)])
+        shown.append(f"{source.where(int(events.position[p]))} repeats {source.where(earlier)}")
     message = f"{source.name}: {count} duplicate row(s) (same user, item and timestamp): {'; '.join(shown)}"
     if on_duplicate == "error":
         raise LogImportError(message + "; pass --on-duplicate drop to keep the first of each")
