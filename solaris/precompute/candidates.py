@@ -76,7 +76,7 @@ def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     """Stable order by (major, minor), both non-negative integers."""
     span = int(minor.max(initial=0)) + 1
     if int(major.max(initial=0)) > (np.iinfo(np.int64).max - span) // span:
-        raise OverflowError(f"sort key out of int64 range (major up to {major.max()}, minor up to {span - 1})")
+        raise OverflowError(f"sort key beyond int64: major up to {major.max()}, minor up to {span - 1}")
     return np.argsort(major.astype(np.int64) * span + minor, kind="stable")
 
 
@@ -163,7 +163,9 @@ def _empty() -> pd.DataFrame:
     )
 
 
-def _shown(table: pa.Table, start: datetime, config: CandidateConfig) -> tuple[_Shown, np.ndarray, np.ndarray]:
+def _shown(
+    table: pa.Table, start: datetime, config: CandidateConfig
+) -> tuple[_Shown, np.ndarray, np.ndarray]:
     """Explode the requests' candidate lists; returns the rows, the likely users and the item ids."""
     ts = pc.cast(table["ts"], pa.int64()).to_numpy()
     user_ids = table["user_id"].to_numpy()

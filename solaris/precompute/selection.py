@@ -131,7 +131,8 @@ def requeue_misses(
             "item_id": pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64),
         }
     ).drop_duplicates(ignore_index=True)
-    covered = _checked_mask(fresh(pairs["user_id"].to_numpy(), pairs["item_id"].to_numpy(), start), len(pairs))
+    users, items = pairs["user_id"].to_numpy(), pairs["item_id"].to_numpy()
+    covered = _checked_mask(fresh(users, items, start), len(pairs))
     return pairs[~covered].reset_index(drop=True).assign(source=REQUEUE)
 
 

@@ -1,9 +1,9 @@
 """A run-scoped staging area for the tables that pass between the tasks of one DAG run.
 
-Task outputs are too large for XCom, so each task writes Parquet here and hands on only :meth:`Staging.write`'s
-small metadata dict. The folder is derived from the DAG run key alone, so a retried or re-run task writes to
-the same paths and overwrites its earlier output instead of piling up copies. Every file is written to a
-temporary name and renamed into place, so a downstream task never reads half a table.
+Task outputs are too large for XCom, so each task writes Parquet here and hands on only the small metadata
+dict :meth:`Staging.write` returns. The folder is derived from the DAG run key alone, so a retried or re-run
+task writes to the same paths and overwrites its earlier output instead of piling up copies. Every file is
+written to a temporary name and renamed into place, so a downstream task never reads half a table.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def make_log(tmp_path: Path) -> LogFactory:
                 IMPRESSIONS.empty_table(),
                 users,
                 items,
-                {"name": target.name, "source": "test", "start": min(times).isoformat(), "end": max(times).isoformat()},
+                {"name": target.name, "source": "test", "start": str(min(times)), "end": str(max(times))},
             )
         return EventLog(target)
 

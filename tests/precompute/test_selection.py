@@ -58,7 +58,8 @@ def test_budget_is_the_ceiling_without_float_noise(n: int, fraction: float, expe
 
 
 @pytest.mark.parametrize(
-    ("fraction", "cap", "message"), [(0.0, 5, "top_fraction"), (1.5, 5, "top_fraction"), (0.2, 0, "per_user_cap")]
+    ("fraction", "cap", "message"),
+    [(0.0, 5, "top_fraction"), (1.5, 5, "top_fraction"), (0.2, 0, "per_user_cap")],
 )
 def test_bad_fraction_or_cap_is_refused(fraction: float, cap: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
