@@ -17,6 +17,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from solaris.data.eventlog import EventLog, building, write_event_log
@@ -158,9 +159,22 @@ def _raise_first(source: Source, column: str, bad: np.ndarray, problem: str) -> 
 
 
 def _numbers(source: Source, column: str) -> pd.Series:
+    """The column as numbers, NaN where a value is none; exact int64 when every value is an integer.
+
+    Arrow's cast parses a clean text column ~50x faster than pandas' coercion, which therefore runs only when
+    some value fails the cast (to find which).
+    """
     raw = source.frame[column]
     if pd.api.types.is_bool_dtype(raw.dtype):
         return raw.astype("int64")
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        return raw
+    for target in (pa.int64(), pa.float64()):
+        try:
+            parsed = pc.cast(pa.array(raw, from_pandas=True), target)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            continue
+        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=raw.index)
     return pd.to_numeric(raw, errors="coerce")
 
 
