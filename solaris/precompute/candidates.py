@@ -63,6 +63,7 @@ class _Shown:
     request_rank: np.ndarray  # 0 = the user's newest request
     item: np.ndarray  # item code
     position: np.ndarray  # retrieval position within the request
+    recency: np.ndarray  # order within the user: newest request first, then retrieval position
 
 
 def _group_rank(sorted_groups: np.ndarray) -> np.ndarray:
@@ -104,8 +105,7 @@ def _request_ranks(user_codes: np.ndarray, ts: np.ndarray) -> np.ndarray:
 def _recent(shown: _Shown, recent_requests: int) -> tuple[np.ndarray, np.ndarray]:
     """Candidates of each user's latest requests, newest request first, then retrieval order."""
     rows = np.flatnonzero((shown.user >= 0) & (shown.request_rank < recent_requests))
-    slots = int(shown.position.max()) + 1
-    rows = rows[_order_by(shown.user[rows], shown.request_rank[rows] * slots + shown.position[rows])]
+    rows = rows[_order_by(shown.user[rows], shown.recency[rows])]
     return shown.user[rows], shown.item[rows]
 
 
@@ -130,8 +130,7 @@ def _covisited(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Partners of each user's first distinct recent items, best summed co-visit count first."""
     rows = np.flatnonzero(shown.user >= 0)
-    slots = int(shown.position.max()) + 1
-    rows = rows[_order_by(shown.user[rows], shown.request_rank[rows] * slots + shown.position[rows])]
+    rows = rows[_order_by(shown.user[rows], shown.recency[rows])]
     rows = rows[_first_per_key(shown.user[rows] * n_items + shown.item[rows])]
     rows = rows[_group_rank(shown.user[rows]) < seeds_per_user]
     seed, partner, count = covisits  # sorted by seed
@@ -178,13 +177,16 @@ def _shown(
     lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
     request = np.repeat(np.arange(len(lengths)), lengths)
     items, item_code = np.unique(pc.list_flatten(lists).to_numpy(zero_copy_only=False), return_inverse=True)
+    request_rank = _request_ranks(np.unique(user_ids, return_inverse=True)[1], ts)[request]
+    position = np.arange(len(request)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     shown = _Shown(
         request=request,
         user=user_code[request],
         weight=weight[request],
-        request_rank=_request_ranks(np.unique(user_ids, return_inverse=True)[1], ts)[request],
+        request_rank=request_rank,
         item=item_code,
-        position=np.arange(len(request)) - np.repeat(np.cumsum(lengths) - lengths, lengths),
+        position=position,
+        recency=request_rank * (int(lengths.max(initial=0)) + 1) + position,
     )
     return shown, users, items.astype(np.int64)
 

@@ -4,9 +4,11 @@ The FM is the expensive step, so it only sees pairs that need it: the verifier's
 speculative candidates, plus the pairs that were requested in the last hour and found no fresh embedding
 (the paper's re-queue), minus pairs whose stored embedding will still be fresh when the coming interval ends.
 
-Re-queued pairs are forced: they are observed demand, not speculation, so they bypass the verifier, do not
-count against ``top_fraction`` and are not limited by ``per_user_cap``. The budget and the cap apply to the
-speculative pairs only.
+Re-queued pairs are forced: they are observed demand, not speculation, so the verifier cannot reject them,
+they do not count against ``top_fraction`` and are not limited by ``per_user_cap``; the budget and the cap
+apply to the speculative pairs only. They are still scored, because the store keeps every pair's verifier
+score. The intended order: ``add_requeued`` -> ``drop_still_fresh`` -> verifier scores ->
+``select_top_fraction`` (dropping fresh pairs first spends the budget only on pairs that need the FM).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
+from solaris.precompute.candidates import SOURCES
 
 # The store's ``fresh_pairs`` with the embedding version bound: (user_ids, item_ids, t) -> bool mask of the
 # pairs that hold an embedding with created_at <= t < expires_at.
@@ -54,19 +57,32 @@ def selection_budget(n_pairs: int, top_fraction: float) -> int:
     return math.ceil(round(top_fraction * n_pairs, 9))
 
 
-def select_top_fraction(
-    scored: pd.DataFrame,
-    top_fraction: float = 0.2,
-    per_user_cap: int | None = 50,
-    forced: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """The pairs to embed: all ``forced`` pairs, then the best speculative pairs by verifier ``score``.
+def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFrame:
+    """The run's pool ``[user_id, item_id, source]``: candidates plus re-queued pairs, each pair once.
 
-    Speculative pairs are ``scored`` minus the forced ones. Of those, exactly ``selection_budget(n,
-    top_fraction)`` are taken (fewer only when the cap leaves fewer eligible), best score first, skipping
-    any pair that would give its user more than ``per_user_cap`` speculative pairs. Ties go to the lower
-    user id, then the lower item id, so a rerun selects the same pairs. Returns ``[user_id, item_id, score,
-    forced]``; forced pairs the verifier did not score have a NaN score.
+    A pair that is both a candidate and a re-queued miss is labelled ``requeue``, so it is forced.
+    """
+    categories = [*SOURCES, REQUEUE]
+    parts = [
+        pd.DataFrame({"user_id": u, "item_id": i, "source": pd.Categorical(src, categories=categories)})
+        for (u, i), src in (
+            (_pair_arrays(requeued, "re-queued pairs"), [REQUEUE] * len(requeued)),
+            (_pair_arrays(candidates, "candidates"), candidates["source"].astype(str)),
+        )
+    ]
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["user_id", "item_id"], ignore_index=True)
+
+
+def select_top_fraction(
+    scored: pd.DataFrame, top_fraction: float = 0.2, per_user_cap: int | None = 50
+) -> pd.DataFrame:
+    """The pairs to embed: every forced pair, then the best speculative pairs by verifier ``score``.
+
+    Forced pairs are the rows whose ``source`` is ``requeue`` (none without a source column). Of the
+    ``n`` speculative rows, exactly ``selection_budget(n, top_fraction)`` are taken (fewer only when the
+    cap leaves fewer eligible), best score first, skipping any pair that would give its user more than
+    ``per_user_cap`` speculative pairs. Ties go to the lower user id, then the lower item id, so a rerun
+    selects the same pairs. Returns the chosen rows, forced first, with a bool ``forced`` column added.
     """
     users, items = _pair_arrays(scored, "scored pairs")
     if "score" not in scored.columns:
@@ -76,39 +92,24 @@ def select_top_fraction(
     if len(bad):
         i = bad[0]
         raise ValueError(f"scored pairs: row {i} (user {users[i]}, item {items[i]}) has score {scores[i]}")
+    repeated = np.flatnonzero(scored.duplicated(["user_id", "item_id"]).to_numpy())
+    if len(repeated):
+        i = repeated[0]
+        raise ValueError(f"scored pairs: row {i} repeats pair (user {users[i]}, item {items[i]})")
     if per_user_cap is not None and per_user_cap < 1:
         raise ValueError(f"per_user_cap must be at least 1 or None, got {per_user_cap}")
-    forced_frame = _forced_pairs(forced, scored)
-    is_forced = pd.MultiIndex.from_arrays([users, items]).isin(
-        pd.MultiIndex.from_arrays([forced_frame["user_id"], forced_frame["item_id"]])
-    )
-    speculative = scored[~is_forced]
-    ranked = speculative.sort_values(
+    forced = np.zeros(len(users), bool)
+    if "source" in scored.columns:
+        forced = (scored["source"] == REQUEUE).to_numpy()
+    ranked = scored[~forced].sort_values(
         ["score", "user_id", "item_id"], ascending=[False, True, True], kind="stable"
     )
     if per_user_cap is not None:
         ranked = ranked[ranked.groupby("user_id").cumcount() < per_user_cap]
-    chosen = ranked.head(selection_budget(len(speculative), top_fraction))
+    chosen = ranked.head(selection_budget(int((~forced).sum()), top_fraction))
     return pd.concat(
-        [forced_frame, chosen[["user_id", "item_id", "score"]].assign(forced=False)], ignore_index=True
+        [scored[forced].assign(forced=True), chosen.assign(forced=False)], ignore_index=True
     )
-
-
-def _forced_pairs(forced: pd.DataFrame | None, scored: pd.DataFrame) -> pd.DataFrame:
-    """Distinct forced pairs with the verifier's score where it has one."""
-    if forced is None or forced.empty:
-        return pd.DataFrame(
-            {
-                "user_id": pd.Series(dtype=np.int64),
-                "item_id": pd.Series(dtype=np.int64),
-                "score": pd.Series(dtype=np.float64),
-                "forced": pd.Series(dtype=bool),
-            }
-        )
-    users, items = _pair_arrays(forced, "forced pairs")
-    pairs = pd.DataFrame({"user_id": users, "item_id": items}).drop_duplicates()
-    pairs = pairs.merge(scored[["user_id", "item_id", "score"]], on=["user_id", "item_id"], how="left")
-    return pairs.sort_values(["user_id", "item_id"], kind="stable").assign(forced=True).reset_index(drop=True)
 
 
 def requeue_misses(

@@ -9,6 +9,7 @@ import pytest
 
 from solaris.precompute.selection import (
     REQUEUE,
+    add_requeued,
     drop_still_fresh,
     requeue_misses,
     select_top_fraction,
@@ -89,20 +90,38 @@ def test_ties_are_broken_by_user_then_item() -> None:
 
 
 def test_forced_pairs_are_added_outside_budget_and_cap() -> None:
-    scored = scored_pairs(n_users=5, per_user=10, seed=1)
+    scored = scored_pairs(n_users=5, per_user=10, seed=1).assign(source="recent")
     # User 0's four worst pairs: more than the cap, and never chosen on merit.
-    worst = scored[scored["user_id"] == 0].nsmallest(4, "score")[["user_id", "item_id"]]
-    unscored = pd.DataFrame({"user_id": [99, 99], "item_id": [1, 1]})  # duplicated on purpose
-    forced = pd.concat([worst, unscored], ignore_index=True)
-    chosen = select_top_fraction(scored, top_fraction=0.2, per_user_cap=3, forced=forced)
-    assert as_pairs(chosen[chosen["forced"]]) == as_pairs(worst) | {(99, 1)}
-    assert len(chosen[chosen["forced"]]) == 5
+    worst = scored[scored["user_id"] == 0].nsmallest(4, "score").index
+    scored.loc[worst, "source"] = REQUEUE
+    chosen = select_top_fraction(scored, top_fraction=0.2, per_user_cap=3)
+    forced = chosen[chosen["forced"]]
+    assert as_pairs(forced) == as_pairs(scored.loc[worst]) and (forced["source"] == REQUEUE).all()
     speculative = chosen[~chosen["forced"]]
-    remaining = scored[~scored.set_index(["user_id", "item_id"]).index.isin(as_pairs(worst))]
+    remaining = scored.drop(index=worst)
     assert len(speculative) == selection_budget(len(remaining), 0.2) == 10
     assert as_pairs(speculative) == greedy_reference(remaining, 10, cap=3)
-    assert chosen.loc[chosen["user_id"] == 99, "score"].isna().all()
-    assert chosen.loc[chosen["forced"] & (chosen["user_id"] == 0), "score"].notna().all()
+    assert chosen["forced"].tolist() == [True] * 4 + [False] * 10  # forced first
+
+
+def test_add_requeued_labels_overlaps_requeue_and_keeps_each_pair_once() -> None:
+    sources = pd.Categorical(["recent", "covisit", "popular"])
+    candidates = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "source": sources})
+    requeued = pd.DataFrame({"user_id": [1, 3], "item_id": [11, 30], "source": [REQUEUE] * 2})
+    pool = add_requeued(candidates, requeued)
+    assert {(u, i): s for u, i, s in zip(pool["user_id"], pool["item_id"], pool["source"], strict=True)} == {
+        (1, 10): "recent",
+        (1, 11): REQUEUE,
+        (2, 10): "popular",
+        (3, 30): REQUEUE,
+    }
+    assert len(pool) == 4
+
+
+def test_repeated_pairs_are_refused() -> None:
+    scored = pd.DataFrame({"user_id": [1, 2, 1], "item_id": [5, 5, 5], "score": [0.1, 0.2, 0.3]})
+    with pytest.raises(ValueError, match=r"row 2 repeats pair \(user 1, item 5\)"):
+        select_top_fraction(scored)
 
 
 def test_non_finite_scores_are_refused_with_the_row() -> None:
