@@ -8,11 +8,22 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import hypothesis
+from hypothesis import given
+from hypothesis import strategies as st
 
 from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.data.importer import ColumnMapping, DuplicateRowsWarning, LogImportError, import_file
+from solaris.data.importer import (
+    ColumnMapping,
+    DuplicateRowsWarning,
+    LogImportError,
+    Source,
+    build_requests,
+    import_file,
+    parse_events,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HEADER = "user,item,ts,click,seg,genre"
@@ -265,3 +276,33 @@ def test_cli_import_reports_dropped_duplicates(settings: Settings, tmp_path: Pat
     assert not settings.world_dir("again").exists()
     assert main(["data", "import", str(source), "--name", "x", "--user", "user"]) == 2
     assert "needs --item, --timestamp" in capsys.readouterr().err
+
+
+@hypothesis.settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 3 * 3600)),
+        min_size=1,
+        max_size=40,
+        unique_by=lambda e: e,
+    )
+)
+def test_requests_match_a_groupby_of_the_events(events: list[tuple[int, int, int]]) -> None:
+    """Against pandas' groupby: one request per user-hour, candidates in (time, file) order."""
+    frame = pd.DataFrame(events, columns=["user", "item", "ts"]).assign(click=0)
+    source = Source("events", frame, header_lines=None)
+    mapping = ColumnMapping(user="user", item="item", timestamp="ts", label="click")
+    requests, impressions = build_requests(source, parse_events(source, mapping), "user")
+
+    hour = frame.ts // 3600
+    expected = {
+        (h * 3600, user): group.sort_values("ts", kind="stable").item.tolist()
+        for (h, user), group in frame.groupby([hour, frame.user])
+    }
+    got = requests.to_pandas()
+    starts = got.ts.astype("int64") // 10**6 // 3600 * 3600
+    assert dict(zip(zip(starts, got.user_id, strict=True), got.candidates.map(list), strict=True)) == expected
+    by_id = got.set_index("request_id")
+    for r in impressions.to_pandas().itertuples():
+        assert by_id.loc[r.request_id, "candidates"][r.position] == r.item_id
+        assert (by_id.loc[r.request_id, "user_id"], by_id.loc[r.request_id, "ts"]) == (r.user_id, r.ts)
