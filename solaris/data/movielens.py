@@ -43,6 +43,8 @@ MAPPING = ColumnMapping(
     item_features=("genre", "decade"),
 )
 
+RATING_COLUMNS = [MAPPING.user, MAPPING.item, MAPPING.timestamp, MAPPING.rating]
+
 
 class MovieLensUnavailable(FileNotFoundError):
     """The RecBole wheel could not be downloaded, or the given one is not it."""
@@ -80,12 +82,10 @@ def load_source(wheel: Path) -> Source:
     _check_wheel(wheel)
     with zipfile.ZipFile(wheel) as zf:
         inter, users, items = (zf.read(f"{MEMBER_DIR}ml-100k.{kind}") for kind in ("inter", "user", "item"))
-    source = read_csv_source(
-        io.BytesIO(inter), f"{wheel}!{MEMBER_DIR}ml-100k.inter", MAPPING.columns()[:4], sep="\t"
-    )
+    source = read_csv_source(io.BytesIO(inter), f"{wheel}!{MEMBER_DIR}ml-100k.inter", RATING_COLUMNS, sep="\t")
     frame = source.frame.copy()
-    user_features = _user_features(_read_table(users)).set_index("user_id:token")
-    item_features = _item_features(_read_table(items)).set_index("item_id:token")
+    user_features = _user_features(_read_table(users)).set_index(MAPPING.user)
+    item_features = _item_features(_read_table(items)).set_index(MAPPING.item)
     for feature in MAPPING.user_features:
         frame[feature] = frame[MAPPING.user].map(user_features[feature])
     for feature in MAPPING.item_features:
