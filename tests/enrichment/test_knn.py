@@ -97,3 +97,18 @@ def test_bad_inputs_are_refused_with_the_user() -> None:
         build_neighbours(np.array([1, 2, 3]), vectors, k=2, previous=previous, changed_user_ids=np.array([1]))
     with pytest.raises(KeyError, match="user 9"):
         previous.rows(np.array([9]))
+
+
+def test_an_update_with_nothing_changed_reuses_every_row() -> None:
+    ids, vectors = np.arange(200), clustered(200, 8, clusters=5, seed=6)
+    previous = build_neighbours(ids, vectors, k=4)
+    # Vectors that moved but were not reported as changed keep their old rows: the caller decides.
+    moved = clustered(200, 8, clusters=5, seed=7)
+    assert users_to_requery(ids, np.array([], np.int64), previous, k=4).size == 0
+    same = build_neighbours(ids, moved, k=4, previous=previous, changed_user_ids=np.array([], np.int64))
+    np.testing.assert_array_equal(same.neighbour_ids, previous.neighbour_ids)
+
+
+def test_no_users_gives_an_empty_table() -> None:
+    table = build_neighbours(np.empty(0, np.int64), np.empty((0, 4), np.float32), k=3)
+    assert table.user_ids.shape == (0,) and table.neighbour_ids.shape == (0, 3)
