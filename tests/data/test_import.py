@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from solaris.cli import main
 from solaris.config import Settings
+from solaris.data import importer
 from solaris.data.eventlog import EventLog
 from solaris.data.importer import (
     ColumnMapping,
@@ -306,3 +307,19 @@ def test_requests_match_a_groupby_of_the_events(events: list[tuple[int, int, int
     for r in impressions.to_pandas().itertuples():
         assert by_id.loc[r.request_id, "candidates"][r.position] == r.item_id
         assert (by_id.loc[r.request_id, "user_id"], by_id.loc[r.request_id, "ts"]) == (r.user_id, r.ts)
+
+
+def test_failure_while_writing_leaves_the_old_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "out" / "log"
+    import_file(csv_file(tmp_path, unix_lines()), target, MAPPING)
+    before = (target / "meta.json").read_text()
+
+    def write_half(folder: Path, *args: object, **kwargs: object) -> None:
+        (folder / "requests").mkdir()
+        raise OSError("disk full")
+
+    monkeypatch.setattr(importer, "write_event_log", write_half)
+    with pytest.raises(OSError, match="disk full"):
+        import_file(csv_file(tmp_path, [HEADER, "5,6,0,1,a,x"], "other.csv"), target, MAPPING, overwrite=True)
+    assert leftovers(target) == ["log"]
+    assert (target / "meta.json").read_text() == before
