@@ -13,7 +13,7 @@ from solaris.store.base import (
     TierRead,
 )
 from solaris.store.config import PostgresStoreConfig, SqliteStoreConfig, parse_store_url
-from solaris.store.connect import open_store, store_from_airflow_connection, url_from_connection
+from solaris.store.connect import open_configured_store, open_store, store_from_airflow_connection, url_from_connection
 
 __all__ = [
     "EmbeddingVersion",
@@ -25,6 +25,7 @@ __all__ = [
     "TableStats",
     "TierBatchRead",
     "TierRead",
+    "open_configured_store",
     "open_store",
     "parse_store_url",
     "store_from_airflow_connection",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import URL
 
 from solaris.store.base import FeatureStore
 from solaris.store.config import PostgresStoreConfig, SqliteStoreConfig, StoreConfig, parse_store_url
+
+if TYPE_CHECKING:
+    from solaris.config import Settings
 
 
 def open_store(url_or_config: str | StoreConfig, *, init: bool = False) -> FeatureStore:
@@ -49,3 +52,10 @@ def store_from_airflow_connection(conn_id: str, *, init: bool = False) -> Featur
     from airflow.sdk import Connection  # Airflow stays out of the import path of everything else.
 
     return open_store(url_from_connection(Connection.get(conn_id)), init=init)
+
+
+def open_configured_store(settings: Settings, *, init: bool = False) -> FeatureStore:
+    """The store the settings name: ``SOLARIS_STORE_CONN_ID`` (an Airflow connection) wins over the URL."""
+    if settings.store_conn_id:
+        return store_from_airflow_connection(settings.store_conn_id, init=init)
+    return open_store(settings.store_url, init=init)
