@@ -7,8 +7,8 @@ that are popular right now. Only requests strictly before ``interval_start`` are
 interval never sees the traffic it is predicting.
 
 Everything runs on dense integer codes (users and items renumbered 0..n-1) so that a (user, item) pair is
-one int64 key and deduplication, grouping and ranking are numpy sorts rather than per-row work. Sorts use
-one composite int64 key: a multi-key ``np.lexsort`` was 10x slower on a day of traffic.
+one int64 key and deduplication, grouping and ranking are numpy sorts (:mod:`solaris.precompute.ranking`)
+rather than per-row work.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import as_utc
+from solaris.precompute.ranking import first_per_key, group_rank, order_by
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Priority order: a pair found by several sources keeps the first, and the per-user cap keeps pairs from
@@ -66,26 +67,6 @@ class _Shown:
     recency: np.ndarray  # order within the user: newest request first, then retrieval position
 
 
-def _group_rank(sorted_groups: np.ndarray) -> np.ndarray:
-    """0, 1, 2, ... within each run of equal values of an already grouped array."""
-    n = len(sorted_groups)
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if n else np.empty(0, int)
-    return np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-
-
-def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
-    """Stable order by (major, minor), both non-negative integers."""
-    span = int(minor.max(initial=0)) + 1
-    if int(major.max(initial=0)) > (np.iinfo(np.int64).max - span) // span:
-        raise OverflowError(f"sort key beyond int64: major up to {major.max()}, minor up to {span - 1}")
-    return np.argsort(major.astype(np.int64) * span + minor, kind="stable")
-
-
-def _first_per_key(keys: np.ndarray) -> np.ndarray:
-    """Indices of the first occurrence of each key, in their original order (rows come best first)."""
-    return np.sort(np.unique(keys, return_index=True)[1])
-
-
 def _likely_users(user_ids: np.ndarray, weight: np.ndarray, max_users: int) -> np.ndarray:
     """Sorted ids of the ``max_users`` users with the highest recency-weighted request count."""
     ids, inverse = np.unique(user_ids, return_inverse=True)
@@ -96,16 +77,16 @@ def _likely_users(user_ids: np.ndarray, weight: np.ndarray, max_users: int) -> n
 
 def _request_ranks(user_codes: np.ndarray, ts: np.ndarray) -> np.ndarray:
     """0 for each user's newest request, 1 for the one before, ..."""
-    order = _order_by(user_codes, ts.max(initial=0) - ts)
+    order = order_by(user_codes, ts.max(initial=0) - ts)
     ranks = np.empty(len(order), np.int64)
-    ranks[order] = _group_rank(user_codes[order])
+    ranks[order] = group_rank(user_codes[order])
     return ranks
 
 
 def _recent(shown: _Shown, recent_requests: int) -> tuple[np.ndarray, np.ndarray]:
     """Candidates of each user's latest requests, newest request first, then retrieval order."""
     rows = np.flatnonzero((shown.user >= 0) & (shown.request_rank < recent_requests))
-    rows = rows[_order_by(shown.user[rows], shown.recency[rows])]
+    rows = rows[order_by(shown.user[rows], shown.recency[rows])]
     return shown.user[rows], shown.item[rows]
 
 
@@ -120,8 +101,8 @@ def _covisitation(shown: _Shown, n_items: int, head: int, top_k: int) -> tuple[n
     ok = (a >= 0) & (b >= 0) & (a != b)
     keys, counts = np.unique(a[ok] * n_items + b[ok], return_counts=True)
     seed, partner = keys // n_items, keys % n_items
-    order = _order_by(seed, counts.max(initial=0) - counts)  # stable: equal counts stay in partner order
-    keep = order[_group_rank(seed[order]) < top_k]
+    order = order_by(seed, counts.max(initial=0) - counts)  # stable: equal counts stay in partner order
+    keep = order[group_rank(seed[order]) < top_k]
     return seed[keep], partner[keep], counts[keep]
 
 
@@ -130,9 +111,9 @@ def _covisited(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Partners of each user's first distinct recent items, best summed co-visit count first."""
     rows = np.flatnonzero(shown.user >= 0)
-    rows = rows[_order_by(shown.user[rows], shown.recency[rows])]
-    rows = rows[_first_per_key(shown.user[rows] * n_items + shown.item[rows])]
-    rows = rows[_group_rank(shown.user[rows]) < seeds_per_user]
+    rows = rows[order_by(shown.user[rows], shown.recency[rows])]
+    rows = rows[first_per_key(shown.user[rows] * n_items + shown.item[rows])]
+    rows = rows[group_rank(shown.user[rows]) < seeds_per_user]
     seed, partner, count = covisits  # sorted by seed
     lo = np.searchsorted(seed, shown.item[rows], "left")
     width = np.searchsorted(seed, shown.item[rows], "right") - lo
@@ -141,7 +122,7 @@ def _covisited(
     unique_keys, inverse = np.unique(keys, return_inverse=True)
     strength = np.bincount(inverse, weights=count[gather]).astype(np.int64)
     user, partner = unique_keys // n_items, unique_keys % n_items
-    order = _order_by(user, strength.max(initial=0) - strength)  # stable: ties stay in partner order
+    order = order_by(user, strength.max(initial=0) - strength)  # stable: ties stay in partner order
     return user[order], partner[order]
 
 
@@ -218,9 +199,9 @@ def generate_candidates(
     item = np.concatenate([p[1] for p in parts])
     priority = np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts])
     # Each source comes sorted by user and preference, so this stable sort only interleaves them.
-    best_first = _order_by(user, priority)
-    rows = best_first[_first_per_key(user[best_first] * n_items + item[best_first])]
-    rows = rows[_group_rank(user[rows]) < config.per_user_cap]
+    best_first = order_by(user, priority)
+    rows = best_first[first_per_key(user[best_first] * n_items + item[best_first])]
+    rows = rows[group_rank(user[rows]) < config.per_user_cap]
     return pd.DataFrame(
         {
             "user_id": users[user[rows]],

@@ -24,12 +24,14 @@ import pyarrow.compute as pc
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.precompute.candidates import SOURCES
+from solaris.precompute.ranking import first_per_key, group_rank, order_by, pair_keys
 
 # The store's ``fresh_pairs`` with the embedding version bound: (user_ids, item_ids, t) -> bool mask of the
 # pairs that hold an embedding with created_at <= t < expires_at.
 FreshMask = Callable[[np.ndarray, np.ndarray, datetime], np.ndarray]
 
 REQUEUE = "requeue"
+POOL_SOURCES = (*SOURCES, REQUEUE)
 
 
 def _pair_arrays(pairs: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -62,15 +64,33 @@ def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFra
 
     A pair that is both a candidate and a re-queued miss is labelled ``requeue``, so it is forced.
     """
-    categories = [*SOURCES, REQUEUE]
-    parts = [
-        pd.DataFrame({"user_id": u, "item_id": i, "source": pd.Categorical(src, categories=categories)})
-        for (u, i), src in (
-            (_pair_arrays(requeued, "re-queued pairs"), [REQUEUE] * len(requeued)),
-            (_pair_arrays(candidates, "candidates"), candidates["source"].astype(str)),
-        )
-    ]
-    return pd.concat(parts, ignore_index=True).drop_duplicates(["user_id", "item_id"], ignore_index=True)
+    req_users, req_items = _pair_arrays(requeued, "re-queued pairs")
+    cand_users, cand_items = _pair_arrays(candidates, "candidates")
+    users, items = np.r_[req_users, cand_users], np.r_[req_items, cand_items]
+    sources = pd.Categorical(candidates["source"], categories=POOL_SOURCES).codes
+    codes = np.r_[np.full(len(req_users), POOL_SOURCES.index(REQUEUE), np.int8), sources]
+    if (codes < 0).any():
+        bad = np.flatnonzero(codes < 0)[0] - len(req_users)
+        raise ValueError(f"candidates: row {bad} has source {candidates['source'].iloc[bad]!r}")
+    keep = first_per_key(pair_keys(users, items)[0])
+    return pd.DataFrame(
+        {
+            "user_id": users[keep],
+            "item_id": items[keep],
+            "source": pd.Categorical.from_codes(codes[keep], categories=POOL_SOURCES),
+        }
+    )
+
+
+def _checked_scores(scored: pd.DataFrame, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+    if "score" not in scored.columns:
+        raise ValueError("scored pairs: missing column score (the verifier's output)")
+    scores = scored["score"].to_numpy(np.float64)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if len(bad):
+        i = bad[0]
+        raise ValueError(f"scored pairs: row {i} (user {users[i]}, item {items[i]}) has score {scores[i]}")
+    return scores
 
 
 def select_top_fraction(
@@ -84,32 +104,30 @@ def select_top_fraction(
     ``per_user_cap`` speculative pairs. Ties go to the lower user id, then the lower item id, so a rerun
     selects the same pairs. Returns the chosen rows, forced first, with a bool ``forced`` column added.
     """
-    users, items = _pair_arrays(scored, "scored pairs")
-    if "score" not in scored.columns:
-        raise ValueError("scored pairs: missing column score (the verifier's output)")
-    scores = scored["score"].to_numpy(np.float64)
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if len(bad):
-        i = bad[0]
-        raise ValueError(f"scored pairs: row {i} (user {users[i]}, item {items[i]}) has score {scores[i]}")
-    repeated = np.flatnonzero(scored.duplicated(["user_id", "item_id"]).to_numpy())
-    if len(repeated):
-        i = repeated[0]
-        raise ValueError(f"scored pairs: row {i} repeats pair (user {users[i]}, item {items[i]})")
     if per_user_cap is not None and per_user_cap < 1:
         raise ValueError(f"per_user_cap must be at least 1 or None, got {per_user_cap}")
+    users, items = _pair_arrays(scored, "scored pairs")
+    scores = _checked_scores(scored, users, items)
     forced = np.zeros(len(users), bool)
     if "source" in scored.columns:
         forced = (scored["source"] == REQUEUE).to_numpy()
-    ranked = scored[~forced].sort_values(
-        ["score", "user_id", "item_id"], ascending=[False, True, True], kind="stable"
-    )
+    budget = selection_budget(int((~forced).sum()), top_fraction)
+    keys, user_codes = pair_keys(users, items)
+    by_pair = np.argsort(keys, kind="stable")
+    repeats = np.flatnonzero(np.diff(keys[by_pair]) == 0)
+    if len(repeats):
+        i = by_pair[repeats[0] + 1]
+        raise ValueError(f"scored pairs: row {i} repeats pair (user {users[i]}, item {items[i]})")
+    # A stable sort by score on top of (user, item) order breaks score ties by user, then item.
+    ranked = by_pair[~forced[by_pair]]
+    ranked = ranked[np.argsort(-scores[ranked], kind="stable")]
     if per_user_cap is not None:
-        ranked = ranked[ranked.groupby("user_id").cumcount() < per_user_cap]
-    chosen = ranked.head(selection_budget(int((~forced).sum()), top_fraction))
-    return pd.concat(
-        [scored[forced].assign(forced=True), chosen.assign(forced=False)], ignore_index=True
-    )
+        per_user = order_by(user_codes[ranked], np.arange(len(ranked)))  # each user's pairs, best first
+        rank_in_user = np.empty(len(ranked), np.int64)
+        rank_in_user[per_user] = group_rank(user_codes[ranked][per_user])
+        ranked = ranked[rank_in_user < per_user_cap]
+    rows = np.r_[np.flatnonzero(forced), ranked[:budget]]
+    return scored.iloc[rows].assign(forced=forced[rows]).reset_index(drop=True)
 
 
 def requeue_misses(
