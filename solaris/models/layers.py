@@ -1,0 +1,65 @@
+"""Layers shared by the FM and the VMs."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from solaris.models.features import IdTable
+
+
+class SideEmbedding(nn.Module):
+    """An id embedding plus the sum of its side-feature embeddings, looked up from tables held as buffers.
+
+    Holding the side-feature table inside the module makes a logged model self-contained: callers pass ids
+    only, and an id the model never saw falls back to the learned 'unknown' row.
+    """
+
+    def __init__(self, table: IdTable, dim: int) -> None:
+        super().__init__()
+        cards = table.cardinalities
+        self.register_buffer("features", torch.as_tensor(table.features, dtype=torch.long))
+        offsets = np.concatenate([[0], np.cumsum(cards)[:-1]]) if cards else np.zeros(0)
+        self.register_buffer("offsets", torch.as_tensor(offsets, dtype=torch.long))
+        self.ids = nn.Embedding(table.vocab, dim)
+        self.side = nn.Embedding(max(int(sum(cards)), 1), dim)
+
+    @property
+    def vocab(self) -> int:
+        return self.ids.num_embeddings
+
+    def rows(self, ids: torch.Tensor) -> torch.Tensor:
+        ids = ids.long()
+        return torch.where((ids >= 0) & (ids < self.vocab - 1), ids + 1, torch.zeros_like(ids))
+
+    def forward(self, rows: torch.Tensor) -> torch.Tensor:
+        out = self.ids(rows)
+        if self.offsets.numel():
+            out = out + self.side(self.features[rows] + self.offsets).sum(dim=-2)
+        return out
+
+
+def mlp(sizes: list[int], final_activation: bool) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=False)):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2 or final_activation:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """``auto`` takes CUDA when present; asking for CUDA without one is an error, not a silent fallback."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but torch sees no CUDA device")
+    if name not in ("cpu", "cuda"):
+        raise ValueError(f"device {name!r} is not one of auto, cpu, cuda")
+    return torch.device(name)
+
+
+def base_logit(rates: np.ndarray | float) -> np.ndarray:
+    rates = np.clip(np.asarray(rates, dtype=np.float64), 1e-4, 1 - 1e-4)
+    return np.log(rates / (1 - rates))

@@ -1,0 +1,106 @@
+"""The vertical models: small, fast click models (a few id embeddings and an MLP).
+
+``base`` and ``distilled`` see ids, side features, hour and position. ``solaris`` and ``solaris_distilled``
+also see three embedding tiers — the pair code, the user's 24-hour aggregate code and the neighbours' (KNN)
+code — each followed by a presence flag, with zeros when absent, so one model serves every coverage tier.
+Distillation changes only the training target, never the inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from solaris.models.features import BASE_COLUMNS, IdTable
+from solaris.models.layers import SideEmbedding, base_logit, mlp
+
+VARIANTS = ("base", "distilled", "solaris", "solaris_distilled")
+TIERS = ("pair", "agg", "knn")
+
+
+@dataclass(frozen=True)
+class VMConfig:
+    variant: str = "base"
+    code_dim: int = 32
+    id_dim: int = 16
+    context_dim: int = 8
+    hidden: tuple[int, ...] = (64, 32)
+    max_position: int = 64
+    distill_alpha: float = 0.5  # target = (1 - alpha) * label + alpha * FM probability
+    coverage: float = 0.5  # share of training pairs that keep their pair code (the rest: zeros, flag 0)
+    embedding_version: str = ""  # set from the training data: the only embeddings this VM may be fed
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"VM variant {self.variant!r} is not one of {', '.join(VARIANTS)}")
+        if not 0.0 <= self.distill_alpha <= 1.0 or not 0.0 <= self.coverage <= 1.0:
+            raise ValueError("distill_alpha and coverage must lie in [0, 1]")
+
+    @property
+    def uses_embeddings(self) -> bool:
+        return self.variant.startswith("solaris")
+
+    @property
+    def distills(self) -> bool:
+        return self.variant.endswith("distilled")
+
+    def columns(self) -> tuple[str, ...]:
+        if not self.uses_embeddings:
+            return BASE_COLUMNS
+        tiers = tuple(
+            name for tier in TIERS for name in (*(f"{tier}_{j}" for j in range(self.code_dim)), f"{tier}_flag")
+        )
+        return BASE_COLUMNS + tiers
+
+    def as_params(self) -> dict[str, object]:
+        return {**asdict(self), "hidden": ",".join(map(str, self.hidden))}
+
+
+class VerticalModel(nn.Module):
+    def __init__(self, config: VMConfig, users: IdTable, items: IdTable) -> None:
+        super().__init__()
+        self.config = config
+        self.user = SideEmbedding(users, config.id_dim)
+        self.item = SideEmbedding(items, config.id_dim)
+        self.hour = nn.Embedding(24, config.context_dim)
+        self.position = nn.Embedding(config.max_position, config.context_dim)
+        extra = len(TIERS) * (config.code_dim + 1) if config.uses_embeddings else 0
+        width = 2 * config.id_dim + 2 * config.context_dim + extra
+        self.mlp = mlp([width, *config.hidden, 1], final_activation=False)
+
+    def start_at_base_rate(self, rate: float) -> None:
+        """Start the output at the observed rate: rare positives otherwise cost epochs of bias-fitting."""
+        with torch.no_grad():
+            self.mlp[-1].bias.fill_(float(base_logit(rate)))
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        parts = [
+            self.user(self.user.rows(x[:, 0])),
+            self.item(self.item.rows(x[:, 1])),
+            self.hour(x[:, 2].long().clamp(0, 23)),
+            self.position(x[:, 3].long().clamp(0, self.config.max_position - 1)),
+        ]
+        if self.config.uses_embeddings:
+            parts.append(x[:, len(BASE_COLUMNS) :])
+        return self.mlp(torch.cat(parts, dim=-1)).squeeze(-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Click probability per row: what MLflow's pyfunc and the ranker serve."""
+        return torch.sigmoid(self.logits(x))
+
+
+def score(model: VerticalModel, matrix: np.ndarray, batch_size: int = 65536) -> np.ndarray:
+    if matrix.ndim != 2 or matrix.shape[1] != len(model.config.columns()):
+        raise ValueError(
+            f"VM {model.config.variant} expects {len(model.config.columns())} input columns, got shape {matrix.shape}"
+        )
+    model = model.cpu().eval()
+    with torch.inference_mode():
+        out = [
+            model(torch.as_tensor(matrix[s : s + batch_size], dtype=torch.float32)).numpy()
+            for s in range(0, matrix.shape[0], batch_size)
+        ]
+    return np.concatenate(out) if out else np.zeros(0, np.float32)

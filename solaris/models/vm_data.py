@@ -1,0 +1,151 @@
+"""VM examples for a span, with the FM-derived inputs as they would have been served at each impression.
+
+- pair tier: the AE code of the FM embedding of (user, item) as of the impression time (history strictly
+  before it), from an FM that never trained on these hours;
+- agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
+- knn tier: zeros and flag 0 here; the precompute/replay supplies neighbour codes as served through
+  :meth:`VMData.with_knn`.
+Training masks a random share of pair codes (``VMConfig.coverage``) so one model learns every tier.
+VM spans are the recent hours, small next to the FM's: they are built once, streamed hour block by block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+import numpy as np
+import pyarrow as pa
+
+from solaris.data.eventlog import EventLog
+from solaris.models.autoencoder import Autoencoder, compress
+from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, segment_searchsorted, ts_micros
+from solaris.models.fm import FoundationModel, embed
+from solaris.models.loader import stream_impressions
+from solaris.models.splits import Span
+from solaris.models.vm import VMConfig
+from solaris.tracking.versions import check_ae_fm, check_embedding_version, embedding_version
+
+AGG_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """The FM and AE whose outputs feed a VM; refuses an AE trained on another FM version."""
+
+    fm: FoundationModel
+    ae: Autoencoder
+    fm_version: str
+    ae_version: str
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_ae_fm(self.ae_version, self.ae.config.fm_version, self.fm_version)
+
+    @property
+    def embedding_version(self) -> str:
+        return embedding_version(self.fm_version, self.ae_version, self.ae.config.code_dim)
+
+
+@dataclass(frozen=True)
+class VMData:
+    base: np.ndarray  # (n, 4) float32, features.BASE_COLUMNS
+    click: np.ndarray  # (n,) float32
+    fm_click: np.ndarray  # (n,) FM click probability
+    pair: np.ndarray  # (n, code_dim)
+    agg: np.ndarray  # (n, code_dim)
+    agg_flag: np.ndarray  # (n,)
+    knn: np.ndarray  # (n, code_dim)
+    knn_flag: np.ndarray  # (n,)
+    embedding_version: str
+
+    def __len__(self) -> int:
+        return int(self.click.size)
+
+    def with_knn(self, codes: np.ndarray, flags: np.ndarray) -> VMData:
+        if codes.shape != self.knn.shape or flags.shape != self.knn_flag.shape:
+            raise ValueError(f"knn codes {codes.shape} / flags {flags.shape} do not match {self.knn.shape} rows")
+        return replace(self, knn=codes.astype(np.float32), knn_flag=flags.astype(np.float32))
+
+    def matrix(self, config: VMConfig, pair_flag: np.ndarray | None = None) -> np.ndarray:
+        """The VM's input matrix; ``pair_flag`` (default all present) masks pair codes to zeros."""
+        if not config.uses_embeddings:
+            return self.base
+        check_embedding_version(config.embedding_version, self.embedding_version, f"VM {config.variant}")
+        flag = np.ones(len(self), np.float32) if pair_flag is None else pair_flag.astype(np.float32)
+        return np.concatenate(
+            [
+                self.base,
+                self.pair * flag[:, None],
+                flag[:, None],
+                self.agg * self.agg_flag[:, None],
+                self.agg_flag[:, None],
+                self.knn * self.knn_flag[:, None],
+                self.knn_flag[:, None],
+            ],
+            axis=1,
+            dtype=np.float32,
+        )
+
+    def targets(self, config: VMConfig) -> np.ndarray:
+        if not config.distills:
+            return self.click
+        return ((1 - config.distill_alpha) * self.click + config.distill_alpha * self.fm_click).astype(np.float32)
+
+
+def build_vm_data(
+    log: EventLog, span: Span, index: HistoryIndex, teacher: Teacher, block_hours: int = 6
+) -> VMData:
+    """VM examples of ``span`` in time order, teacher outputs computed over the span plus 24 h before it."""
+    lookback = Span(max(span.start - AGG_WINDOW, log.start), span.end)
+    parts = []
+    for table in stream_impressions(log, lookback, block_hours):
+        emb = embed(teacher.fm, fm_matrix(table, index, teacher.fm.config.history), device=teacher.device)
+        parts.append(_teacher_columns(table, emb.probs[:, 0], compress(teacher.ae, emb.embedding)))
+    every = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+    in_span = every["ts"] >= int(span.start.timestamp() * 1_000_000) if parts else np.zeros(0, bool)
+    if not in_span.any():
+        raise ValueError(f"no impressions in {span}: cannot build VM examples")
+    agg, agg_flag = user_aggregate(every["user"], every["ts"], every["code"], in_span)
+    rows = {k: v[in_span] for k, v in every.items()}
+    return VMData(
+        base=base_matrix(rows["user"], rows["item"], rows["ts"], rows["position"]),
+        click=rows["click"],
+        fm_click=rows["fm_click"],
+        pair=rows["code"],
+        agg=agg,
+        agg_flag=agg_flag,
+        knn=np.zeros_like(rows["code"]),
+        knn_flag=np.zeros(int(in_span.sum()), np.float32),
+        embedding_version=teacher.embedding_version,
+    )
+
+
+def _teacher_columns(table: pa.Table, fm_click: np.ndarray, code: np.ndarray) -> dict[str, np.ndarray]:
+    return {
+        "user": table["user_id"].to_numpy().astype(np.int64),
+        "item": table["item_id"].to_numpy().astype(np.int64),
+        "ts": ts_micros(table["ts"]),
+        "position": table["position"].to_numpy().astype(np.int64),
+        "click": table["click"].to_numpy().astype(np.float32),
+        "fm_click": fm_click.astype(np.float32),
+        "code": code.astype(np.float32),
+    }
+
+
+def user_aggregate(
+    users: np.ndarray, ts: np.ndarray, codes: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each target row: mean code of the same user's rows in [ts - 24 h, ts), by prefix sums."""
+    order = np.lexsort((ts, users))
+    s_user, s_ts = users[order], ts[order]
+    prefix = np.concatenate([np.zeros((1, codes.shape[1])), np.cumsum(codes[order], axis=0, dtype=np.float64)])
+    q_user, q_ts = users[targets], ts[targets]
+    seg_lo = np.searchsorted(s_user, q_user, side="left")
+    seg_hi = np.searchsorted(s_user, q_user, side="right")
+    window_us = int(AGG_WINDOW.total_seconds() * 1_000_000)
+    lo = segment_searchsorted(s_ts, seg_lo, seg_hi, q_ts - window_us)
+    hi = segment_searchsorted(s_ts, seg_lo, seg_hi, q_ts)
+    count = (hi - lo).astype(np.float64)
+    mean = (prefix[hi] - prefix[lo]) / np.maximum(count, 1)[:, None]
+    return mean.astype(np.float32), (count > 0).astype(np.float32)

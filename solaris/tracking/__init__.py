@@ -1,0 +1,1 @@
+"""MLflow: experiments per job, registered models with aliases, pinned versions and compatibility tags."""
