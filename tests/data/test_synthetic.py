@@ -13,7 +13,8 @@ import pytest
 from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.data.synthetic import PRESETS, generate_world
+from solaris.data.synthetic import PRESETS, generate_world, retrieval
+from solaris.data.synthetic.population import unit_rows
 from solaris.data.synthetic.stats import ITEM_CTR_PRIOR
 
 TINY = PRESETS["tiny"]
@@ -199,3 +200,24 @@ def test_cli_generates_with_size_overrides(settings: Settings, capsys: pytest.Ca
     assert '"impressions"' in capsys.readouterr().out
     assert main([*argv, "--shown", "40", "--overwrite"]) == 2
     assert "n_shown=40 exceeds n_candidates=30" in capsys.readouterr().err
+
+
+def test_daily_pools_are_the_exact_top_items() -> None:
+    rng = np.random.default_rng(3)
+    users, items = unit_rows(rng.standard_normal((50, 8))), unit_rows(rng.standard_normal((400, 8)))
+    log_popularity = -np.log1p(rng.permutation(400)).astype(np.float32)
+    pools = retrieval.daily_pools(users, items, log_popularity, 30, 0.0, 0.05, np.random.default_rng(0))
+    scores = users @ items.T + 0.05 * log_popularity
+    assert (pools == np.argsort(-scores, axis=1, kind="stable")[:, :30]).all()
+
+
+def test_slot_sources_follow_items_between_pools() -> None:
+    rng = np.random.default_rng(4)
+    old = np.stack([rng.permutation(60)[:20] for _ in range(30)]).astype(np.int32)
+    old[:5] = 60  # never computed: the sentinel matches nothing
+    new = np.stack([rng.permutation(60)[:20] for _ in range(30)]).astype(np.int32)
+    source = retrieval.slot_sources(old, new)
+    for row in range(30):
+        where_old = {int(item): slot for slot, item in enumerate(old[row]) if item < 60}
+        assert source[row].tolist() == [where_old.get(int(item), -1) for item in new[row]]
+    assert (source[:5] == -1).all() and (source[5:] >= 0).any()

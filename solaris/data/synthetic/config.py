@@ -56,7 +56,7 @@ class WorldConfig:
     pool_size: int = 100
     latent_dim: int = 16
     drift: float = 0.25  # norm of the daily random step of a user's interests
-    diurnal_amplitude: float = 0.6  # requests per hour follow 1 + a * sin(day phase); peak at 16:00 UTC
+    diurnal_amplitude: float = 0.6  # hourly traffic is 1 + a * cos(day phase), peaking at 16:00 UTC
     new_user_share: float = 0.3  # users who sign up at a uniform hour of the span instead of at its start
     activity_sd: float = 0.8  # sigma of the lognormal per-user request rate
     retrieval_noise: float = 0.7  # norm of the daily noise on the retrieval query

@@ -7,12 +7,16 @@ hours, which is the property speculative precompute lives on.
 
 from __future__ import annotations
 
+import faiss
 import numpy as np
 
 from solaris.data.synthetic.population import unit_rows
 
-# Scores are computed for this many (user, item) pairs at a time, bounding memory for large worlds.
-_SCORE_CHUNK = 1 << 22
+# faiss returns this many extra neighbours; re-scoring them exactly in numpy makes the pool independent of
+# faiss's float summation order (which varies with its thread count), so worlds stay byte-identical.
+_SEARCH_MARGIN = 16
+# Queries re-scored per step, bounding the (queries, pool, dim) gather to tens of MB.
+_QUERY_CHUNK = 8192
 
 
 def daily_pools(
@@ -26,16 +30,21 @@ def daily_pools(
 ) -> np.ndarray:
     """Top ``pool_size`` items per user by a noisy query's dot product plus a popularity prior.
 
-    Returns (n_users, pool_size) int32 item ids in retrieval order (best first).
+    An exact faiss inner-product search (the prior folded in as one more dimension) finds the neighbourhood;
+    numpy re-scores it. Returns (n_users, pool_size) int32 item ids in retrieval order (best first).
     """
     n, d = user_latent.shape
     query = unit_rows(user_latent + (noise / np.sqrt(d)) * rng.standard_normal((n, d)).astype(np.float32))
     prior = (popularity_weight * log_popularity).astype(np.float32)
+    index = faiss.IndexFlatIP(d + 1)
+    index.add(np.hstack([item_latent, prior[:, None]]))
+    k = min(pool_size + _SEARCH_MARGIN, len(item_latent))
     pools = np.empty((n, pool_size), dtype=np.int32)
-    step = max(1, _SCORE_CHUNK // len(item_latent))
-    for lo in range(0, n, step):
-        scores = query[lo : lo + step] @ item_latent.T + prior
-        pools[lo : lo + step] = top_k(scores, pool_size)
+    for lo in range(0, n, _QUERY_CHUNK):
+        q = query[lo : lo + _QUERY_CHUNK]
+        _, near = index.search(np.hstack([q, np.ones((len(q), 1), np.float32)]), k)
+        scores = np.einsum("nd,nkd->nk", q, item_latent[near]) + prior[near]
+        pools[lo : lo + _QUERY_CHUNK] = np.take_along_axis(near, top_k(scores, pool_size), axis=1)
     return pools
 
 
@@ -46,23 +55,22 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
-def slot_sources(old_pools: np.ndarray, new_pools: np.ndarray, n_items: int) -> np.ndarray:
+def slot_sources(old_pools: np.ndarray, new_pools: np.ndarray) -> np.ndarray:
     """For each slot of each new pool, the slot that held the same item in the row's old pool, else -1.
 
     Per-slot history (exposures, last time a candidate) follows an item from one day's pool to the next.
-    Old pools may hold the sentinel ``n_items`` (never computed); it matches nothing.
+    Items are distinct within a pool, so after a stable row sort of old+new a match is an old entry directly
+    followed by an equal new one; old pools' sentinel (never computed) entries never match a new one.
     """
-    rows, size = new_pools.shape
-    stride = np.int64(n_items + 1)
-    offsets = np.arange(rows, dtype=np.int64)[:, None] * stride
-    old_keys = offsets + old_pools
-    order = np.argsort(old_keys, axis=1, kind="stable")
-    sorted_keys = np.take_along_axis(old_keys, order, axis=1).ravel()
-    new_keys = (offsets + new_pools).ravel()
-    pos = np.minimum(np.searchsorted(sorted_keys, new_keys), sorted_keys.size - 1)
-    found = sorted_keys[pos] == new_keys
-    source = np.where(found, order.ravel()[pos], -1)
-    return source.reshape(rows, size)
+    size = new_pools.shape[1]
+    both = np.concatenate([old_pools, new_pools], axis=1)
+    order = np.argsort(both, axis=1, kind="stable")
+    ordered = np.take_along_axis(both, order, axis=1)
+    first, second = order[:, :-1], order[:, 1:]
+    rows, cols = np.nonzero((ordered[:, 1:] == ordered[:, :-1]) & (first < size) & (second >= size))
+    source = np.full(new_pools.shape, -1, dtype=np.int64)
+    source[rows, second[rows, cols] - size] = first[rows, cols]
+    return source
 
 
 def sample_slots(

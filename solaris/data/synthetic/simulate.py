@@ -28,6 +28,7 @@ from solaris.data.synthetic.truth import (
 HOUR_US = 3_600_000_000
 REPEAT_WINDOW_HOURS = 24
 CALIBRATION_REQUESTS = 20_000
+PEAK_HOUR = 16  # UTC hour of the most traffic
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class Simulator:
         if day:
             self.stale, self.latent = self.latent, drift(self.latent, c.drift, self.rng)
         hours = day * 24 + np.arange(24)
-        cycle = 1.0 + c.diurnal_amplitude * np.sin(2 * np.pi * (self._hour_of_day(hours) - 10) / 24)
+        cycle = 1.0 + c.diurnal_amplitude * np.cos(2 * np.pi * (self._hour_of_day(hours) - PEAK_HOUR) / 24)
         signed_up = self.users.signup_hour[None, :] <= hours[:, None]
         counts = self.rng.poisson(self.users.activity[None, :] / 24 * cycle[:, None] * signed_up)
         active = np.flatnonzero(counts.sum(axis=0))
@@ -120,7 +121,7 @@ class Simulator:
             c.retrieval_popularity,
             self.rng,
         )
-        self.history.follow_pools(active, retrieval.slot_sources(self.pools[active], pools, c.n_items))
+        self.history.follow_pools(active, retrieval.slot_sources(self.pools[active], pools))
         self.pools[active] = pools
         if day == 0:
             self.intercept = self._calibrate(counts)
