@@ -173,7 +173,10 @@ def _shown(
 
 
 def generate_candidates(
-    log: EventLog, interval_start: datetime, interval_end: datetime, config: CandidateConfig
+    log: EventLog,
+    interval_start: datetime,
+    interval_end: datetime,
+    config: CandidateConfig = CandidateConfig(),  # noqa: B008 (frozen, so sharing it is safe)
 ) -> pd.DataFrame:
     """Candidate pairs ``[user_id, item_id, source]`` for serving ``[interval_start, interval_end)``.
 
