@@ -1,0 +1,202 @@
+"""Training jobs with their MLflow record: ``train fm``, ``train ae``, ``train vm`` and the whole chain.
+
+Each job runs in its own experiment, logs params, per-epoch losses and the loss curve, registers its model
+with the tags that link it to what it depends on, and moves the ``challenger`` alias. Only
+:func:`train_all` runs the promotion gate, because FM, AE and VM are promoted together or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import mlflow
+import numpy as np
+from mlflow import MlflowClient
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.models import metrics
+from solaris.models.autoencoder import AEConfig, Autoencoder
+from solaris.models.cost import flops_per_pair, parameter_count
+from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
+from solaris.models.fm import FMConfig, FoundationModel, embed
+from solaris.models.splits import DEFAULT_FRACTIONS, Span, TimeSplit
+from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
+from solaris.models.vm import VMConfig, VerticalModel, score
+from solaris.models.vm_data import Teacher, VMData, build_vm_data
+from solaris.tracking import registry, runs
+from solaris.tracking.gate import Decision, promotion_gate
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, FM_MODEL, VM_MODEL, PinnedVersions
+
+HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    fm: FMConfig = FMConfig()
+    ae: AEConfig = AEConfig()
+    vm: VMConfig = VMConfig()
+    fit: FitConfig = FitConfig()
+    fractions: tuple[float, ...] = DEFAULT_FRACTIONS
+    ae_rows: int = 100_000
+    serve_variant: str = "solaris"
+    variants: tuple[str, ...] = ("base", "distilled", "solaris", "solaris_distilled")
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class World:
+    """An event log opened for training: its split, history index and side-feature tables."""
+
+    log: EventLog
+    split: TimeSplit
+    index: HistoryIndex
+    users: IdTable
+    items: IdTable
+
+    @classmethod
+    def open(cls, root: Path, fractions: tuple[float, ...] = DEFAULT_FRACTIONS) -> World:
+        log = EventLog(Path(root))
+        return cls(
+            log=log,
+            split=TimeSplit.from_log(log, fractions),
+            index=HistoryIndex.from_table(log.impressions(log.start, log.end, HISTORY_COLUMNS)),
+            users=IdTable.from_table(log.users(), "user_id", "u_"),
+            items=IdTable.from_table(log.items(), "item_id", "i_"),
+        )
+
+
+@dataclass(frozen=True)
+class Trained:
+    model: object
+    version: str
+    metrics: dict[str, float]
+
+
+@dataclass
+class TrainReport:
+    fm: Trained
+    ae: Trained
+    vms: dict[str, Trained] = field(default_factory=dict)
+    decision: Decision | None = None
+
+
+def _eval_tags(world: World, eval_metrics: dict[str, float]) -> dict[str, str]:
+    return {"eval_ne": f"{eval_metrics['ne']:.6f}", "eval_hours": str(world.split.eval)}
+
+
+def fm_eval(world: World, fm: FoundationModel, span: Span, device: str) -> dict[str, float]:
+    table = world.log.impressions(span.start, span.end)
+    probs = embed(fm, fm_matrix(table, world.index, fm.config.history), device=device).probs
+    return metrics.summary(labels(table)[:, 0], probs[:, 0])
+
+
+def train_fm_job(client: MlflowClient, settings: Settings, world: World, plan: TrainPlan) -> Trained:
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-fm"))
+    with mlflow.start_run(run_name="fm"):
+        runs.log_params({**plan.fm.as_params(), **plan.fit.as_params(), **world.split.as_params()})
+        fm, fit = train_fm(world.log, world.split.fm_train, world.split.valid, world.index, world.users,
+                           world.items, plan.fm, plan.fit)
+        runs.log_fit(fit, "FM")
+        found = fm_eval(world, fm, world.split.eval, plan.device)
+        sample = world.log.impressions(world.split.valid.start, world.split.valid.end).slice(0, 64)
+        example = fm_matrix(sample, world.index, plan.fm.history)
+        cost = {"params": parameter_count(fm), "flops_per_pair": flops_per_pair(fm, example)}
+        mlflow.log_metrics({f"eval_{k}": v for k, v in found.items()} | cost)
+        version = registry.log_model(client, fm, FM_MODEL, plan.fm.columns(), example[:5],
+                                     {"role": "fm", "embedding_dim": plan.fm.embedding_dim, **_eval_tags(world, found)})
+    registry.set_alias(client, FM_MODEL, CHALLENGER, version)
+    return Trained(fm, version, found | cost)
+
+
+def train_ae_job(
+    client: MlflowClient, settings: Settings, world: World, fm: Trained, plan: TrainPlan
+) -> Trained:
+    """AE on FM embeddings of FM-train pairs; reports reconstruction error on the validation hours."""
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-ae"))
+    config = replace(plan.ae, input_dim=fm.model.config.embedding_dim, fm_version=fm.version)
+    with mlflow.start_run(run_name="ae"):
+        runs.log_params({**config.as_params(), **plan.fit.as_params()})
+        split, seed = world.split, plan.fit.seed
+        train = embed_span(world.log, split.fm_train, world.index, fm.model, plan.ae_rows, seed, plan.device)
+        valid = embed_span(world.log, split.valid, world.index, fm.model, plan.ae_rows, seed, plan.device)
+        ae, fit = train_ae(train, valid, config, plan.fit)
+        runs.log_fit(fit, "AE")
+        found = {"reconstruction_error": fit.best_valid_loss}
+        mlflow.log_metrics(found)
+        version = registry.log_model(client, ae, AE_MODEL, config.columns(), valid[:5],
+                                     {"role": "ae", "fm_version": fm.version, "code_dim": config.code_dim})
+    registry.set_alias(client, AE_MODEL, CHALLENGER, version)
+    return Trained(ae, version, found)
+
+
+def vm_data(world: World, teacher: Teacher) -> dict[str, VMData]:
+    split = world.split
+    return {name: build_vm_data(world.log, getattr(split, name), world.index, teacher)
+            for name in ("vm_train", "valid", "eval")}
+
+
+def train_vm_job(
+    client: MlflowClient, settings: Settings, world: World, data: dict[str, VMData], variant: str, plan: TrainPlan
+) -> Trained:
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-vm"))
+    config = replace(plan.vm, variant=variant)
+    with mlflow.start_run(run_name=f"vm-{variant}"):
+        runs.log_params({**config.as_params(), **plan.fit.as_params()})
+        vm, fit = train_vm(data["vm_train"], data["valid"], world.users, world.items, config, plan.fit)
+        runs.log_fit(fit, f"VM {variant}")
+        found = vm_eval(vm, data["eval"])
+        example = data["eval"].matrix(vm.config)[:64]
+        cost = {"params": parameter_count(vm), "flops_per_pair": flops_per_pair(vm, example)}
+        mlflow.log_metrics({f"eval_{k}": v for k, v in found.items()} | cost)
+        version = register_vm(client, world, vm, example[:5], found)
+    if variant == plan.serve_variant:
+        registry.set_alias(client, VM_MODEL, CHALLENGER, version)
+    return Trained(vm, version, found | cost)
+
+
+def vm_eval(vm: VerticalModel, data: VMData) -> dict[str, float]:
+    return metrics.summary(data.click, score(vm, data.matrix(vm.config)))
+
+
+def register_vm(
+    client: MlflowClient, world: World, vm: VerticalModel, example: np.ndarray, found: dict[str, float]
+) -> str:
+    """Register a VM version (inside the active run) with the tags the ranker and the gate rely on."""
+    tags = {"role": "vm", "variant": vm.config.variant, **_eval_tags(world, found)}
+    if vm.config.uses_embeddings:
+        tags |= {"embedding_version": vm.config.embedding_version, "code_dim": vm.config.code_dim}
+    return registry.log_model(client, vm, VM_MODEL, vm.config.columns(), example, tags)
+
+
+def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan()) -> TrainReport:
+    """FM -> AE -> every VM variant -> promotion gate for the served variant's chain."""
+    client = registry.connect(settings)
+    world = World.open(root, plan.fractions)
+    fm = train_fm_job(client, settings, world, plan)
+    ae = train_ae_job(client, settings, world, fm, plan)
+    teacher = Teacher(fm.model, ae.model, fm.version, ae.version, plan.device)
+    data = vm_data(world, teacher)
+    report = TrainReport(fm=fm, ae=ae)
+    for variant in plan.variants:
+        report.vms[variant] = train_vm_job(client, settings, world, data, variant, plan)
+    served = report.vms.get(plan.serve_variant)
+    if served is not None:
+        challenger = PinnedVersions(fm.version, ae.version, served.version, teacher.embedding_version)
+        report.decision = promotion_gate(
+            client, settings, challenger, served.metrics["ne"], str(world.split.eval),
+            lambda champion: champion_ne(world, champion, plan.device),
+        )
+    return report
+
+
+def champion_ne(world: World, pinned: PinnedVersions, device: str) -> float:
+    """The pinned chain's VM NE on this world's evaluation hours, features rebuilt with its own FM and AE."""
+    fm, ae, vm = registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), registry.load_vm(pinned.vm)
+    if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder) or not isinstance(vm, VerticalModel):
+        raise ValueError(f"registered versions {pinned} are not SOLARIS models")
+    teacher = Teacher(fm, ae, pinned.fm, pinned.ae, device)
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    return vm_eval(vm, data)["ne"]
+

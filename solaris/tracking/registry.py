@@ -1,0 +1,136 @@
+"""Registered models ``solaris-fm``, ``solaris-ae``, ``solaris-vm``: logging, tags, aliases, pinned loading.
+
+Aliases, not stages: ``challenger`` marks what the last training produced, ``champion`` what serves. The VM's
+tags name the FM and AE versions it was trained with, so :func:`resolve_champions` derives the whole chain
+from ``solaris-vm@champion`` alone: a reader that resolves while a promotion is moving aliases still gets
+three versions that belong together, and checks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import torch
+from mlflow import MlflowClient
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+from mlflow.models import infer_signature
+
+from solaris.config import Settings
+from solaris.tracking.versions import check_ae_fm, parse_embedding_version
+
+FM_MODEL, AE_MODEL, VM_MODEL = "solaris-fm", "solaris-ae", "solaris-vm"
+CHAMPION, CHALLENGER = "champion", "challenger"
+PIP_REQUIREMENTS = [
+    f"torch=={torch.__version__.split('+')[0]}",
+    f"numpy=={np.__version__}",
+    f"pandas=={pd.__version__}",
+    f"mlflow=={mlflow.__version__}",
+]
+
+
+def connect(settings: Settings) -> MlflowClient:
+    """Point MLflow (tracking and registry) at the configured store and return a client for it."""
+    mlflow.set_tracking_uri(settings.mlflow_tracking_uri)
+    mlflow.set_registry_uri(settings.mlflow_tracking_uri)
+    if settings.mlflow_tracking_uri.startswith("sqlite:///"):
+        Path(settings.mlflow_tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return MlflowClient(settings.mlflow_tracking_uri, settings.mlflow_tracking_uri)
+
+
+def experiment(client: MlflowClient, settings: Settings, name: str) -> str:
+    """The experiment's id, created with its artifacts under the configured artifact folder."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    location = settings.mlflow_artifacts_dir / name
+    location.mkdir(parents=True, exist_ok=True)
+    return client.create_experiment(name, artifact_location=location.as_uri())
+
+
+def log_model(
+    client: MlflowClient,
+    model: torch.nn.Module,
+    registered_name: str,
+    columns: tuple[str, ...],
+    example: np.ndarray,
+    tags: dict[str, str],
+) -> str:
+    """Log ``model`` in the active run, register it, tag the version; returns the version number."""
+    frame = pd.DataFrame(example.astype(np.float32), columns=list(columns))
+    with torch.inference_mode():
+        output = model.eval()(torch.tensor(frame.to_numpy(np.float32))).numpy()
+    info = mlflow.pytorch.log_model(
+        model,
+        name="model",
+        signature=infer_signature(frame, output),
+        input_example=frame,
+        pip_requirements=PIP_REQUIREMENTS,
+        serialization_format="pickle",  # the models hold side-feature tables; a traced pt2 graph adds nothing
+        registered_model_name=registered_name,
+    )
+    version = str(info.registered_model_version)
+    for key, value in tags.items():
+        client.set_model_version_tag(registered_name, version, key, str(value))
+    return version
+
+
+def set_alias(client: MlflowClient, name: str, alias: str, version: str) -> None:
+    client.set_registered_model_alias(name, alias, version)
+
+
+def version_by_alias(client: MlflowClient, name: str, alias: str) -> ModelVersion | None:
+    try:
+        return client.get_model_version_by_alias(name, alias)
+    except MlflowException:
+        return None
+
+
+@dataclass(frozen=True)
+class PinnedVersions:
+    """One consistent chain: what a precompute run or a ranker uses from its start to its end."""
+
+    fm: str
+    ae: str
+    vm: str
+    embedding_version: str
+
+
+def pinned_from_vm(client: MlflowClient, vm_version: str) -> PinnedVersions:
+    """The chain a VM version was trained with, checked against the AE's own link to its FM."""
+    vm = client.get_model_version(VM_MODEL, vm_version)
+    emb = vm.tags.get("embedding_version")
+    if not emb:
+        raise ValueError(f"{VM_MODEL} version {vm_version} has no embedding_version tag (variant uses no embeddings?)")
+    fm, ae, _ = parse_embedding_version(emb)
+    ae_model = client.get_model_version(AE_MODEL, ae)
+    check_ae_fm(ae, ae_model.tags.get("fm_version", "?"), fm)
+    return PinnedVersions(fm=fm, ae=ae, vm=str(vm_version), embedding_version=emb)
+
+
+def resolve_champions(client: MlflowClient) -> PinnedVersions:
+    vm = version_by_alias(client, VM_MODEL, CHAMPION)
+    if vm is None:
+        raise ValueError(f"{VM_MODEL} has no @{CHAMPION}: run `solaris train all` first")
+    return pinned_from_vm(client, vm.version)
+
+
+def _load(name: str, version: str) -> torch.nn.Module:
+    return mlflow.pytorch.load_model(f"models:/{name}/{version}", map_location="cpu").eval()
+
+
+def load_fm(version: str) -> torch.nn.Module:
+    return _load(FM_MODEL, version)
+
+
+def load_ae(version: str) -> torch.nn.Module:
+    return _load(AE_MODEL, version)
+
+
+def load_vm(version: str) -> torch.nn.Module:
+    return _load(VM_MODEL, version)
+

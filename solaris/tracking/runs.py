@@ -1,0 +1,30 @@
+"""What every training run logs: parameters, per-epoch losses, the loss-curve PNG."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import mlflow
+from matplotlib.figure import Figure
+
+from solaris.models.training import FitResult
+
+
+def log_params(params: Mapping[str, object]) -> None:
+    mlflow.log_params({k: str(v) for k, v in params.items()})
+
+
+def log_fit(result: FitResult, title: str) -> None:
+    for epoch, (train, valid) in enumerate(zip(result.train_loss, result.valid_loss, strict=True)):
+        mlflow.log_metrics({"train_loss": train, "valid_loss": valid}, step=epoch)
+    mlflow.log_metrics({"best_epoch": result.best_epoch, "train_seconds": result.seconds})
+    fig = Figure(figsize=(5, 3.2))
+    ax = fig.subplots()
+    epochs = range(1, len(result.train_loss) + 1)
+    ax.plot(epochs, result.train_loss, marker="o", label="train")
+    ax.plot(epochs, result.valid_loss, marker="o", label="validation")
+    ax.axvline(result.best_epoch + 1, color="grey", linestyle=":", label="kept")
+    ax.set(xlabel="epoch", ylabel="loss", title=title)
+    ax.legend()
+    fig.tight_layout()
+    mlflow.log_figure(fig, "loss_curve.png")

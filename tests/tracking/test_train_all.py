@@ -1,0 +1,129 @@
+"""The whole training chain on the tiny world, then the registry as the precompute and the ranker see it.
+
+One module-scoped run of ``train_all`` is shared by every test here (about a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+import torch
+from mlflow import MlflowClient
+
+from solaris.config import Settings
+from solaris.data.synthetic import PRESETS, generate_world
+from solaris.models.training import FitConfig
+from solaris.models.vm import score
+from solaris.models.vm_data import Teacher, build_vm_data
+from solaris.tracking import registry
+from solaris.tracking.gate import promotion_gate
+from solaris.tracking.jobs import TrainPlan, TrainReport, World, champion_ne, register_vm, train_all, vm_eval
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.versions import VersionMismatch
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, TrainReport]:
+    home = tmp_path_factory.mktemp("solaris")
+    settings = Settings.from_env({"SOLARIS_HOME": str(home)})
+    generate_world(PRESETS["tiny"].with_seed(0), settings.world_dir("tiny"), overwrite=True, progress=False)
+    plan = TrainPlan(fit=FitConfig(progress=False, threads=1))
+    report = train_all(settings, settings.world_dir("tiny"), plan)
+    return settings, World.open(settings.world_dir("tiny"), plan.fractions), report
+
+
+@pytest.fixture
+def client(trained: tuple[Settings, World, TrainReport]) -> MlflowClient:
+    return registry.connect(trained[0])
+
+
+def test_fm_beats_the_base_vm_on_held_out_hours(trained: tuple[Settings, World, TrainReport]) -> None:
+    _, _, report = trained
+    assert report.fm.metrics["ne"] < report.vms["base"].metrics["ne"]
+    assert report.fm.metrics["flops_per_pair"] > 10 * report.vms["base"].metrics["flops_per_pair"]
+
+
+def test_champion_vm_from_the_registry_scores_like_the_in_process_one(
+    trained: tuple[Settings, World, TrainReport], client: MlflowClient
+) -> None:
+    _, world, report = trained
+    pinned = registry.resolve_champions(client)
+    served = report.vms["solaris"]
+    assert (pinned.fm, pinned.ae, pinned.vm) == (report.fm.version, report.ae.version, served.version)
+    teacher = Teacher(
+        registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), pinned.fm, pinned.ae, device="cpu"
+    )
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    loaded = mlflow.pytorch.load_model(f"models:/{VM_MODEL}@{CHAMPION}", map_location="cpu")
+    np.testing.assert_allclose(score(loaded, data.matrix(loaded.config)), score(served.model, data.matrix(served.model.config)), rtol=1e-6)
+    assert vm_eval(loaded, data)["ne"] == pytest.approx(served.metrics["ne"], rel=1e-6)
+
+
+def test_registry_holds_three_models_with_aliases_and_version_links(
+    trained: tuple[Settings, World, TrainReport], client: MlflowClient
+) -> None:
+    settings, _, report = trained
+    assert {m.name for m in client.search_registered_models()} == {FM_MODEL, AE_MODEL, VM_MODEL}
+    fm, ae, vm = report.fm.version, report.ae.version, report.vms["solaris"].version
+    for name, version in ((FM_MODEL, fm), (AE_MODEL, ae), (VM_MODEL, vm)):
+        assert str(client.get_model_version_by_alias(name, CHAMPION).version) == version
+        assert str(client.get_model_version_by_alias(name, CHALLENGER).version) == version
+    assert client.get_model_version(AE_MODEL, ae).tags["fm_version"] == fm
+    vm_tags = client.get_model_version(VM_MODEL, vm).tags
+    assert vm_tags["embedding_version"] == f"fm{fm}-ae{ae}-d32"
+    assert vm_tags["variant"] == "solaris" and float(vm_tags["eval_ne"]) == pytest.approx(
+        report.vms["solaris"].metrics["ne"], rel=1e-5
+    )
+    base_tags = client.get_model_version(VM_MODEL, report.vms["base"].version).tags
+    assert "embedding_version" not in base_tags
+    run = client.get_run(client.get_model_version(FM_MODEL, fm).run_id)
+    assert "loss_curve.png" in {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert len(client.get_metric_history(run.info.run_id, "valid_loss")) >= 2
+    experiment = client.get_experiment(run.info.experiment_id)
+    assert experiment.artifact_location.startswith(settings.mlflow_artifacts_dir.as_uri())
+
+
+def test_a_worse_challenger_is_not_promoted(
+    trained: tuple[Settings, World, TrainReport], client: MlflowClient
+) -> None:
+    settings, world, report = trained
+    champion = registry.resolve_champions(client)
+    worse = copy.deepcopy(report.vms["solaris"].model)
+    with torch.no_grad():
+        worse.mlp[-1].weight.zero_()
+        worse.mlp[-1].bias.fill_(2.0)  # predicts 88% clicks for everyone
+    teacher = Teacher(report.fm.model, report.ae.model, report.fm.version, report.ae.version, "cpu")
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    found = vm_eval(worse, data)
+    with mlflow.start_run():
+        version = register_vm(client, world, worse, data.matrix(worse.config)[:5], found)
+    challenger = PinnedVersions(champion.fm, champion.ae, version, champion.embedding_version)
+    decision = promotion_gate(
+        client, settings, challenger, found["ne"], str(world.split.eval), lambda p: champion_ne(world, p, "cpu")
+    )
+    assert not decision.promoted
+    assert decision.champion_ne == pytest.approx(report.vms["solaris"].metrics["ne"], rel=1e-6)
+    assert registry.resolve_champions(client) == champion
+    assert "does not beat" in client.get_model_version(VM_MODEL, version).tags["promotion"]
+    gate_runs = client.search_runs(
+        [client.get_experiment_by_name("solaris-promotion").experiment_id], "tags.promoted = 'false'"
+    )
+    assert len(gate_runs) == 1
+
+
+def test_mismatched_versions_raise_naming_both(trained: tuple[Settings, World, TrainReport]) -> None:
+    _, world, report = trained
+    fm, ae = report.fm, report.ae
+    with pytest.raises(VersionMismatch, match=f"AE version {ae.version} compresses FM version {fm.version}, not FM version 99"):
+        Teacher(fm.model, ae.model, "99", ae.version, "cpu")
+    teacher = Teacher(fm.model, ae.model, fm.version, ae.version, "cpu")
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    vm = report.vms["solaris"].model
+    other = replace(vm.config, embedding_version="fm99-ae98-d32")
+    with pytest.raises(VersionMismatch, match=f"expects embedding version fm99-ae98-d32, got embeddings of version fm{fm.version}-ae{ae.version}-d32"):
+        data.matrix(other)
