@@ -150,6 +150,8 @@ def requeue_misses(
             "item_id": pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64),
         }
     ).drop_duplicates(ignore_index=True)
+    if pairs.empty:
+        return pairs.assign(source=REQUEUE)
     users, items = pairs["user_id"].to_numpy(), pairs["item_id"].to_numpy()
     covered = _checked_mask(fresh(users, items, start), len(pairs))
     return pairs[~covered].reset_index(drop=True).assign(source=REQUEUE)
@@ -162,5 +164,7 @@ def drop_still_fresh(pairs: pd.DataFrame, fresh: FreshMask, until: datetime) -> 
     being recomputed now, while one expiring earlier would leave a gap before the next run.
     """
     users, items = _pair_arrays(pairs, "pairs")
+    if not len(users):
+        return pairs.reset_index(drop=True)  # no store round trip for nothing
     still_fresh = _checked_mask(fresh(users, items, as_utc(until)), len(pairs))
     return pairs[~still_fresh].reset_index(drop=True)

@@ -40,7 +40,11 @@ def run_folder_name(dag_run_key: str) -> str:
 
 
 class Staging:
-    """Named Parquet tables under ``root/<run folder>``, removed by :meth:`cleanup` once the run succeeded."""
+    """Named Parquet tables under ``root/<run folder>``, removed by :meth:`cleanup` once the run succeeded.
+
+    With more than one worker, ``root`` must be storage they all see (a shared volume), since the paths in
+    the metadata are read back by whichever worker runs the next task.
+    """
 
     def __init__(self, root: Path, dag_run_key: str) -> None:
         self.root = Path(root)

@@ -171,3 +171,13 @@ def test_a_malformed_fresh_mask_is_refused() -> None:
     pairs = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2]})
     with pytest.raises(ValueError, match=r"bool array of shape \(2,\)"):
         drop_still_fresh(pairs, lambda u, i, t: np.zeros(3, bool), START)
+
+
+def test_nothing_to_check_makes_no_store_call(make_log: LogFactory) -> None:
+    fresh = FreshStub(set())
+    empty = pd.DataFrame({"user_id": pd.Series(dtype="int64"), "item_id": pd.Series(dtype="int64")})
+    assert drop_still_fresh(empty, fresh, START).empty
+    log = make_log([(START - timedelta(hours=3), 1, [1])])
+    queued = requeue_misses(log, START, fresh)
+    assert queued.empty and list(queued.columns) == ["user_id", "item_id", "source"]
+    assert fresh.asked == []
