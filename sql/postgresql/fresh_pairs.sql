@@ -1,4 +1,10 @@
-SELECT p.user_id, p.item_id
-FROM unnest(%(users)s::bigint[], %(items)s::bigint[]) AS r (user_id, item_id)
-JOIN pair_embeddings AS p
-  ON p.version_id = %(version)s AND p.user_id = r.user_id AND p.item_id = r.item_id AND p.expires_at > %(t)s
+-- Same access path as read_pairs.sql (one range scan per requested user and partition), without the vectors.
+WITH req AS MATERIALIZED (SELECT * FROM unnest(%(users)s::bigint[], %(items)s::bigint[]) AS r (user_id, item_id))
+SELECT u.user_id, p.item_id
+FROM (SELECT DISTINCT user_id FROM req) AS u
+CROSS JOIN LATERAL (
+    SELECT item_id FROM pair_embeddings
+    WHERE version_id = %(version)s AND user_id = u.user_id AND expires_at > %(t)s
+    OFFSET 0
+) AS p
+WHERE (u.user_id, p.item_id) IN (SELECT user_id, item_id FROM req)
