@@ -14,7 +14,7 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.synthetic import PRESETS, generate_world, retrieval
-from solaris.data.synthetic.population import unit_rows
+from solaris.data.synthetic.population import make_items, unit_rows
 from solaris.data.synthetic.stats import ITEM_CTR_PRIOR
 
 TINY = PRESETS["tiny"]
@@ -202,13 +202,32 @@ def test_cli_generates_with_size_overrides(settings: Settings, capsys: pytest.Ca
     assert "n_shown=40 exceeds n_candidates=30" in capsys.readouterr().err
 
 
-def test_daily_pools_are_the_exact_top_items() -> None:
+def _pools(n_items: int, n_categories: int, pool_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Daily pools of noise-free queries, the exhaustive ranking, and the items' categories."""
+    config = PRESETS["default"].with_overrides(n_items=n_items, n_categories=n_categories, pool_size=pool_size)
     rng = np.random.default_rng(3)
-    users, items = unit_rows(rng.standard_normal((50, 8))), unit_rows(rng.standard_normal((400, 8)))
-    log_popularity = -np.log1p(rng.permutation(400)).astype(np.float32)
-    pools = retrieval.daily_pools(users, items, log_popularity, 30, 0.0, 0.05, np.random.default_rng(0))
-    scores = users @ items.T + 0.05 * log_popularity
-    assert (pools == np.argsort(-scores, axis=1, kind="stable")[:, :30]).all()
+    users = unit_rows(rng.standard_normal((300, config.latent_dim)))
+    items = make_items(config, rng)
+    weight = config.retrieval_popularity
+    pools = retrieval.daily_pools(
+        users, items.latent, items.category, items.log_popularity, pool_size, 0.0, weight, rng
+    )
+    exact = np.argsort(-(users @ items.latent.T + weight * items.log_popularity), axis=1, kind="stable")
+    return pools, exact[:, :pool_size], items.category
+
+
+def test_daily_pools_are_exact_when_every_category_is_probed() -> None:
+    pools, exact, _ = _pools(n_items=400, n_categories=3, pool_size=30)
+    assert (pools == exact).all()
+
+
+def test_daily_pools_probe_nearby_categories_with_high_recall() -> None:
+    pools, exact, category = _pools(n_items=4000, n_categories=20, pool_size=100)
+    n_probe = retrieval.probe_count(np.bincount(category).tolist(), 100)
+    assert n_probe < 20
+    assert all(len(np.unique(category[row])) <= n_probe and len(np.unique(row)) == 100 for row in pools)
+    recall = np.mean([len(np.intersect1d(got, best)) / 100 for got, best in zip(pools, exact)])
+    assert recall > 0.8
 
 
 def test_slot_sources_follow_items_between_pools() -> None:
@@ -221,3 +240,11 @@ def test_slot_sources_follow_items_between_pools() -> None:
         where_old = {int(item): slot for slot, item in enumerate(old[row]) if item < 60}
         assert source[row].tolist() == [where_old.get(int(item), -1) for item in new[row]]
     assert (source[:5] == -1).all() and (source[5:] >= 0).any()
+
+
+def test_sparse_world_with_empty_hours(tmp_path: Path) -> None:
+    config = TINY.with_overrides(n_users=40, requests_per_user_day=0.2, new_user_share=0.9)
+    log = generate_world(config, tmp_path / "sparse")
+    requests = log.requests(log.start, log.end)
+    assert 0 < requests.num_rows == log.meta["counts"]["requests"]
+    assert len(set(requests["ts"].to_pandas().dt.floor("h"))) < config.hours

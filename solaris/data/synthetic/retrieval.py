@@ -7,21 +7,21 @@ hours, which is the property speculative precompute lives on.
 
 from __future__ import annotations
 
-import faiss
 import numpy as np
 
 from solaris.data.synthetic.population import unit_rows
 
-# faiss returns this many extra neighbours; re-scoring them exactly in numpy makes the pool independent of
-# faiss's float summation order (which varies with its thread count), so worlds stay byte-identical.
-_SEARCH_MARGIN = 16
-# Queries re-scored per step, bounding the (queries, pool, dim) gather to tens of MB.
-_QUERY_CHUNK = 8192
+# Scores are computed for at most this many (user, item) pairs at a time, bounding memory for large worlds.
+_SCORE_CHUNK = 1 << 22
+# Retrieval probes the categories nearest to the query until they hold this many pool sizes of items.
+_PROBE_COVER = 4
+_MIN_PROBES = 4
 
 
 def daily_pools(
     user_latent: np.ndarray,
     item_latent: np.ndarray,
+    item_category: np.ndarray,
     log_popularity: np.ndarray,
     pool_size: int,
     noise: float,
@@ -30,29 +30,69 @@ def daily_pools(
 ) -> np.ndarray:
     """Top ``pool_size`` items per user by a noisy query's dot product plus a popularity prior.
 
-    An exact faiss inner-product search (the prior folded in as one more dimension) finds the neighbourhood;
-    numpy re-scores it. Returns (n_users, pool_size) int32 item ids in retrieval order (best first).
+    Like a production retriever it is approximate: an inverted file over item categories (whose items are
+    clustered in latent space) scores only the categories nearest to each query, which keeps a day of a
+    100k x 20k world to a fraction of the exhaustive cost. Returns (n_users, pool_size) int32 item ids in
+    retrieval order (best first).
     """
     n, d = user_latent.shape
     query = unit_rows(user_latent + (noise / np.sqrt(d)) * rng.standard_normal((n, d)).astype(np.float32))
     prior = (popularity_weight * log_popularity).astype(np.float32)
-    index = faiss.IndexFlatIP(d + 1)
-    index.add(np.hstack([item_latent, prior[:, None]]))
-    k = min(pool_size + _SEARCH_MARGIN, len(item_latent))
+    lists = inverted_lists(item_category)
+    width = max(len(members) for members in lists)
+    padded = np.zeros((len(lists), width), dtype=np.int64)
+    for j, members in enumerate(lists):
+        padded[j, : len(members)] = members
+    centroids = unit_rows(np.stack([item_latent[members].sum(axis=0) for members in lists]))
+    n_probe = probe_count([len(m) for m in lists], pool_size)
     pools = np.empty((n, pool_size), dtype=np.int32)
-    for lo in range(0, n, _QUERY_CHUNK):
-        q = query[lo : lo + _QUERY_CHUNK]
-        _, near = index.search(np.hstack([q, np.ones((len(q), 1), np.float32)]), k)
-        scores = np.einsum("nd,nkd->nk", q, item_latent[near]) + prior[near]
-        pools[lo : lo + _QUERY_CHUNK] = np.take_along_axis(near, top_k(scores, pool_size), axis=1)
+    step = max(1, _SCORE_CHUNK // (n_probe * width))
+    for lo in range(0, n, step):
+        q = query[lo : lo + step]
+        probes = top_k(q @ centroids.T, n_probe)
+        scores = np.full((len(q), n_probe, width), -np.inf, dtype=np.float32)
+        for j, members in enumerate(lists):
+            rows, probe = np.nonzero(probes == j)
+            scores[rows, probe, : len(members)] = q[rows] @ item_latent[members].T + prior[members]
+        best = top_k(scores.reshape(len(q), -1), pool_size)
+        list_ids = np.take_along_axis(probes, best // width, axis=1)
+        pools[lo : lo + step] = padded[list_ids, best % width]
     return pools
+
+
+def inverted_lists(item_category: np.ndarray) -> list[np.ndarray]:
+    """Item ids per non-empty category, ascending."""
+    order = np.argsort(item_category, kind="stable")
+    bounds = np.flatnonzero(np.diff(item_category[order])) + 1
+    return np.split(order, bounds)
+
+
+def probe_count(list_sizes: list[int], pool_size: int) -> int:
+    """Enough lists that even the smallest ones hold ``_PROBE_COVER`` pools' worth of items (or all lists)."""
+    covered = np.cumsum(sorted(list_sizes))
+    enough = int(np.searchsorted(covered, _PROBE_COVER * pool_size)) + 1
+    return min(len(list_sizes), max(_MIN_PROBES, enough))
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Column indices of each row's ``k`` largest scores, largest first."""
-    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    part = select_k(scores, k)
     order = np.argsort(-np.take_along_axis(scores, part, axis=1), axis=1, kind="stable")
     return np.take_along_axis(part, order, axis=1)
+
+
+def select_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of each row's ``k`` largest scores, in column order.
+
+    Selection by value (``np.partition``, then a threshold) is about 3x cheaper than ``np.argpartition``;
+    rows with ties at the threshold take the argpartition path, so the result is always exactly ``k`` wide.
+    """
+    m = scores.shape[1]
+    kth = np.partition(scores, m - k, axis=1)[:, m - k : m - k + 1]
+    above = scores >= kth
+    if (above.sum(axis=1) == k).all():
+        return (np.flatnonzero(above) % m).reshape(-1, k)
+    return np.sort(np.argpartition(-scores, k - 1, axis=1)[:, :k], axis=1)
 
 
 def slot_sources(old_pools: np.ndarray, new_pools: np.ndarray) -> np.ndarray:
@@ -79,8 +119,7 @@ def sample_slots(
     """Per request, ``n_candidates`` distinct pool slots (Gumbel top-k favouring the pool's top), ascending."""
     log_weight = -rank_decay * np.arange(pool_size) / pool_size
     keys = log_weight + rng.gumbel(size=(n_requests, pool_size))
-    picked = np.argpartition(-keys, n_candidates - 1, axis=1)[:, :n_candidates]
-    return np.sort(picked, axis=1)
+    return select_k(keys, n_candidates)
 
 
 def policy_rank(

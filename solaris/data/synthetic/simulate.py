@@ -90,7 +90,7 @@ class Simulator:
         self.pools = np.full((config.n_users, config.pool_size), config.n_items, dtype=np.int32)
         self.history = History.empty(config.n_users, config.pool_size, config.n_categories)
         self.next_request_id = 0
-        self.intercept = 0.0  # solved on day 0's traffic by _calibrate
+        self.intercept, self.calibrated = 0.0, False  # solved on the first day with traffic by _calibrate
         self.start_us = int(config.start.timestamp()) * 1_000_000
 
     def hours(self) -> Iterator[HourBatch]:
@@ -115,6 +115,7 @@ class Simulator:
         pools = retrieval.daily_pools(
             self.latent[active],
             self.items.latent,
+            self.items.category,
             self.items.log_popularity,
             c.pool_size,
             c.retrieval_noise,
@@ -123,12 +124,12 @@ class Simulator:
         )
         self.history.follow_pools(active, retrieval.slot_sources(self.pools[active], pools))
         self.pools[active] = pools
-        if day == 0:
-            self.intercept = self._calibrate(counts)
+        if not self.calibrated and counts.any():
+            self.intercept, self.calibrated = self._calibrate(counts), True
         return counts
 
     def _calibrate(self, counts: np.ndarray) -> float:
-        """Solve the click intercept on a sample of day 0's impressions, before any history exists."""
+        """Solve the click intercept on a sample of the first day's impressions, before any history exists."""
         users = np.repeat(np.arange(self.config.n_users, dtype=np.int64), counts.sum(axis=0))
         users = self.rng.choice(users, size=min(len(users), CALIBRATION_REQUESTS), replace=False)
         funnel = self._funnel(users)
