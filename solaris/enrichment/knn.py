@@ -6,10 +6,12 @@ product). Below ``exact_threshold`` users an exact flat index is cheap enough; a
 little recall for speed (an exact all-users search grows as n^2 and takes hours at a million users).
 
 Incremental update: only users who are new, whose aggregate changed, or whose stored neighbours include a
-user that no longer exists are re-queried; everyone else keeps last run's row. The staleness this leaves is
-bounded and one-sided: an unchanged user does not see that a changed or new user has moved close to it (nor
-that a neighbour moved away) until that user is re-queried or a full rebuild runs (``full_rebuild=True``; the
-DAG can schedule one daily).
+user that no longer exists are re-queried; everyone else keeps last run's row. The staleness this leaves:
+an unchanged user does not see that a changed or new user has moved close to it, nor that a neighbour moved
+away, until it is re-queried or a full rebuild runs (``full_rebuild=True``; the DAG can schedule one daily).
+``requery_neighbours_of_changed=True`` also re-queries every user whose row holds a changed user, which
+removes the second kind. Measured on clustered vectors (bench/bench_knn.py, 10k users, 5% changed): recall
+against a full rebuild 0.958 for the plain update, 0.999 with that flag, which re-queries about 43% of users.
 """
 
 from __future__ import annotations
@@ -101,12 +103,17 @@ def _search(
 
 
 def users_to_requery(
-    user_ids: np.ndarray, changed_user_ids: np.ndarray, previous: NeighbourTable, k: int
+    user_ids: np.ndarray,
+    changed_user_ids: np.ndarray,
+    previous: NeighbourTable,
+    k: int,
+    neighbours_of_changed: bool = False,
 ) -> np.ndarray:
     """Sorted ids of the users an incremental build must search for.
 
     Beyond new and changed users, a user is re-queried when a stored neighbour no longer exists (its row
-    would point at nothing) or when its row has empty slots that the current population could fill.
+    would point at nothing), when its row has empty slots that the current population could fill, and,
+    with ``neighbours_of_changed``, when a stored neighbour is a changed user.
     """
     if previous.k != k:
         raise ValueError(f"previous table has k={previous.k}, asked for k={k}; use full_rebuild=True")
@@ -117,6 +124,8 @@ def users_to_requery(
     broken = (~padded & ~np.isin(rows, user_ids)).any(axis=1)
     if len(user_ids) > k:
         broken |= padded.any(axis=1)
+    if neighbours_of_changed:
+        broken |= np.isin(rows, changed_user_ids).any(axis=1)
     new = ~np.isin(user_ids, previous.user_ids)
     changed = np.isin(user_ids, changed_user_ids)
     return user_ids[new | changed | np.isin(user_ids, previous.user_ids[still_here][broken])]
@@ -131,6 +140,7 @@ def build_neighbours(
     previous: NeighbourTable | None = None,
     changed_user_ids: np.ndarray | None = None,
     full_rebuild: bool = False,
+    requery_neighbours_of_changed: bool = False,
     hnsw_m: int = 32,
     ef_construction: int = 80,
     ef_search: int = 128,
@@ -148,7 +158,8 @@ def build_neighbours(
     elif changed_user_ids is None:
         raise ValueError("an incremental build needs changed_user_ids (or full_rebuild=True)")
     else:
-        query_ids = users_to_requery(ids, np.asarray(changed_user_ids, np.int64), previous, k)
+        changed = np.asarray(changed_user_ids, np.int64)
+        query_ids = users_to_requery(ids, changed, previous, k, requery_neighbours_of_changed)
     faiss.omp_set_num_threads(threads)
     index = _index(unit, len(ids) < exact_threshold, hnsw_m, ef_construction, ef_search)
     query_pos = np.searchsorted(ids, query_ids)

@@ -112,3 +112,21 @@ def test_an_update_with_nothing_changed_reuses_every_row() -> None:
 def test_no_users_gives_an_empty_table() -> None:
     table = build_neighbours(np.empty(0, np.int64), np.empty((0, 4), np.float32), k=3)
     assert table.user_ids.shape == (0,) and table.neighbour_ids.shape == (0, 3)
+
+
+def test_requerying_neighbours_of_changed_users_drops_neighbours_that_moved_away() -> None:
+    ids, before = np.arange(600), clustered(600, 8, clusters=6, seed=8)
+    previous = build_neighbours(ids, before, k=5)
+    changed = np.arange(0, 600, 20)
+    after = before.copy()
+    after[changed] = clustered(len(changed), 8, clusters=6, seed=9)
+    holders = ids[np.isin(previous.neighbour_ids, changed).any(axis=1)]
+    requery = users_to_requery(ids, changed, previous, k=5, neighbours_of_changed=True)
+    np.testing.assert_array_equal(requery, np.union1d(changed, holders))
+    table = build_neighbours(
+        ids, after, k=5, previous=previous, changed_user_ids=changed, requery_neighbours_of_changed=True
+    )
+    full = build_neighbours(ids, after, k=5)
+    np.testing.assert_array_equal(table.rows(requery).neighbour_ids, full.rows(requery).neighbour_ids)
+    kept = np.setdiff1d(ids, requery)
+    assert not np.isin(table.rows(kept).neighbour_ids, changed).any()
