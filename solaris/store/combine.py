@@ -36,10 +36,13 @@ class PairIndex:
     def pair_items(self) -> np.ndarray:
         return self.items[self.codes % len(self.items)]
 
-    def locate(self, user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
-        """Positions in ``codes`` of answered pairs, which must be among the requested ones."""
+    def locate(self, user_ids: np.ndarray, item_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For answered rows whose user and item were requested: which rows are requested pairs (a backend
+        may answer the users x items cross product), and their positions in ``codes``."""
         code = np.searchsorted(self.users, user_ids) * len(self.items) + np.searchsorted(self.items, item_ids)
-        return np.searchsorted(self.codes, code)
+        position = np.minimum(np.searchsorted(self.codes, code), max(len(self.codes) - 1, 0))
+        requested = self.codes[position] == code if len(self.codes) else np.zeros(len(code), dtype=bool)
+        return requested, position[requested]
 
 
 def scatter(positions: np.ndarray, vectors: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, create_engine
 from solaris.store import validate
 from solaris.store.base import StoreError
 from solaris.store.codec import MICROS_PER_HOUR
+from solaris.store.combine import PairIndex
 from solaris.store.config import PostgresStoreConfig
 from solaris.store.pgcopy import binary_copy_payload
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
@@ -40,8 +41,8 @@ class PostgresFeatureStore(SqlFeatureStore):
                 conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
         super().init_schema()
 
-    def _pairs_param(self, users: np.ndarray, items: np.ndarray) -> dict[str, Any]:
-        return {"users": users.tolist(), "items": items.tolist()}
+    def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
+        return {"users": index.pair_users.tolist(), "items": index.pair_items.tolist()}
 
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
         return {"users": users.tolist()}

@@ -64,8 +64,9 @@ class SqlFeatureStore(FeatureStore):
         return [tuple(r) for r in conn.exec_driver_sql(self._sql(name), dict(params)).all()]
 
     @abstractmethod
-    def _pairs_param(self, users: np.ndarray, items: np.ndarray) -> dict[str, Any]:
-        """Bind parameters carrying a batch of (user, item) keys in one value."""
+    def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
+        """Bind parameters carrying the requested (user, item) keys; a backend may send the users and the
+        items apart and answer their cross product, of which the reader keeps the requested pairs."""
 
     @abstractmethod
     def _users_param(self, users: np.ndarray) -> dict[str, Any]: ...
@@ -179,7 +180,7 @@ class SqlFeatureStore(FeatureStore):
         ver = self.get_embedding_version(version)
         index = self._request(user_ids, item_ids)
         base = {"version": version, "t": to_micros(t, "t")}
-        pairs = self._pairs_param(index.pair_users, index.pair_items)
+        pairs = self._pairs_param(index)
         with self._engine.connect() as conn:
             pair_rows = self._rows(conn, "read_pairs", base | pairs)
             agg_rows = self._rows(conn, "read_user_aggregates", base | self._users_param(index.users))
@@ -189,31 +190,31 @@ class SqlFeatureStore(FeatureStore):
         def decode(rows: list[tuple], column: int) -> np.ndarray:
             return decode_vectors([r[column] for r in rows], ver.dim, ver.dtype)
 
-        def ints(rows: list[tuple], column: int) -> np.ndarray:
-            return np.fromiter((r[column] for r in rows), dtype=np.int64, count=len(rows))
+        def column(rows: list[tuple], k: int, dtype: type = np.int64) -> np.ndarray:
+            return np.fromiter((r[k] for r in rows), dtype=dtype, count=len(rows))
 
-        pair, pair_mask = scatter(index.locate(ints(pair_rows, 0), ints(pair_rows, 1)), decode(pair_rows, 2), size)
-        user_agg, user_mask = scatter(np.searchsorted(index.users, ints(agg_rows, 0)), decode(agg_rows, 1), len(index.users))
-        sims = np.fromiter((r[2] for r in knn_rows), dtype=np.float64, count=len(knn_rows))
-        knn, knn_mask = weighted_mean(
-            index.locate(ints(knn_rows, 0), ints(knn_rows, 1)), sims, decode(knn_rows, 3), size
+        keep, at = index.locate(column(pair_rows, 0), column(pair_rows, 1))
+        pair, pair_mask = scatter(at, decode(pair_rows, 2)[keep], size)
+        user_agg, user_mask = scatter(
+            np.searchsorted(index.users, column(agg_rows, 0)), decode(agg_rows, 1), len(index.users)
         )
-        row_user = np.searchsorted(index.users, index.pair_users)[index.inverse]
-        at = index.inverse
+        keep, at = index.locate(column(knn_rows, 0), column(knn_rows, 1))
+        knn, knn_mask = weighted_mean(at, column(knn_rows, 2, np.float64)[keep], decode(knn_rows, 3)[keep], size)
+        row = index.inverse
+        row_user = np.searchsorted(index.users, index.pair_users)[row]
         return TierBatchRead(
-            pair[at], pair_mask[at], user_agg[row_user], user_mask[row_user], knn[at], knn_mask[at]
+            pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row]
         )
 
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
         self.get_embedding_version(version)
         index = self._request(user_ids, item_ids)
-        params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index.pair_users, index.pair_items)
+        params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
         with self._engine.connect() as conn:
             rows = self._rows(conn, "fresh_pairs", params)
         fresh = np.zeros(len(index.codes), dtype=bool)
-        if rows:
-            got = np.array(rows, dtype=np.int64)
-            fresh[index.locate(got[:, 0], got[:, 1])] = True
+        got = np.array(rows, dtype=np.int64).reshape(-1, 2)
+        fresh[index.locate(got[:, 0], got[:, 1])[1]] = True
         return fresh[index.inverse]
 
     def stats(self, version: str, t: datetime) -> dict[str, TableStats]:

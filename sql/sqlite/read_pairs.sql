@@ -1,8 +1,9 @@
--- :pairs is a JSON array of [user_id, item_id]. Each requested user's rows are read by one range scan of
--- the primary key (a user holds few hundred pairs), then kept if requested: cheaper than a probe per pair.
-WITH req AS (SELECT value ->> 0 AS user_id, value ->> 1 AS item_id FROM json_each(:pairs))
+-- :users and :items are JSON arrays of the distinct requested ids. Each user's rows are read by one range
+-- scan of the primary key (+item_id keeps the item test a filter, not a probe per item) and the store
+-- keeps the requested (user, item) pairs of this users x items answer. A user holds a bounded number of
+-- pairs (what the precompute wrote), so the scan is bounded too.
 SELECT p.user_id, p.item_id, p.vector
-FROM (SELECT DISTINCT user_id FROM req) AS u
+FROM json_each(:users) AS u
 CROSS JOIN pair_embeddings AS p
-WHERE p.version_id = :version AND p.user_id = u.user_id AND p.expires_at > :t
-  AND (p.user_id, +p.item_id) IN (SELECT user_id, item_id FROM req)
+WHERE p.version_id = :version AND p.user_id = u.value AND p.expires_at > :t
+  AND +p.item_id IN (SELECT value FROM json_each(:items))
