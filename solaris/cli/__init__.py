@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from solaris.cli import data, main_job, store
+from solaris.cli import data, main_job, store, train
 
-DOMAINS = (data, main_job, store)
+DOMAINS = (data, main_job, store, train)
 
 
 def build_parser() -> argparse.ArgumentParser:

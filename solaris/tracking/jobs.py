@@ -200,3 +200,23 @@ def champion_ne(world: World, pinned: PinnedVersions, device: str) -> float:
     data = build_vm_data(world.log, world.split.eval, world.index, teacher)
     return vm_eval(vm, data)["ne"]
 
+
+
+def registered(client: MlflowClient, name: str, version: str | None) -> Trained:
+    """A registered model as a :class:`Trained` (``version`` None: the ``challenger``)."""
+    if version is None:
+        found = registry.version_by_alias(client, name, CHALLENGER)
+        if found is None:
+            raise ValueError(f"{name} has no @{CHALLENGER}; train it first or pass its version")
+        version = str(found.version)
+    loaded = registry.load_fm(version) if name == FM_MODEL else registry.load_ae(version)
+    return Trained(loaded, version, {})
+
+
+def registered_teacher(client: MlflowClient, ae_version: str | None, device: str) -> Teacher:
+    """The AE (default: challenger) and the FM version its tags say it compresses."""
+    ae = registered(client, AE_MODEL, ae_version)
+    fm_version = client.get_model_version(AE_MODEL, ae.version).tags.get("fm_version")
+    if not fm_version:
+        raise ValueError(f"{AE_MODEL} version {ae.version} has no fm_version tag")
+    return Teacher(registry.load_fm(fm_version), ae.model, fm_version, ae.version, device)

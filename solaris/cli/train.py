@@ -1,0 +1,98 @@
+"""``solaris train fm|ae|vm|all``: train, log to MLflow, register; ``all`` also runs the promotion gate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    train = sub.add_parser("train", help="train the FM, the AE, a VM variant, or the whole chain")
+    tsub = train.add_subparsers(dest="train_command", required=True, metavar="MODEL")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
+    common.add_argument("--seed", type=int, default=0)
+    common.add_argument("--epochs", type=int, default=6)
+    common.add_argument("--threads", type=int, help="torch threads (1 is best on a busy 2-core machine)")
+    common.add_argument("--no-progress", action="store_true")
+
+    tsub.add_parser("fm", parents=[common], help="train and register solaris-fm").set_defaults(handler=fm)
+    ae = tsub.add_parser("ae", parents=[common], help="train and register solaris-ae")
+    ae.add_argument("--fm-version", help="FM version to compress (default: solaris-fm@challenger)")
+    ae.set_defaults(handler=ae_)
+    vm = tsub.add_parser("vm", parents=[common], help="train and register one solaris-vm variant")
+    vm.add_argument("--variant", default="solaris", help="base|distilled|solaris|solaris_distilled")
+    vm.add_argument("--ae-version", help="AE version, with the FM it compresses (default: solaris-ae@challenger)")
+    vm.set_defaults(handler=vm_)
+    tsub.add_parser("all", parents=[common], help="FM, AE, every VM variant, promotion gate").set_defaults(
+        handler=all_
+    )
+
+
+def _plan(args: argparse.Namespace, device: str):  # noqa: ANN202 - heavy types imported lazily
+    from solaris.models.training import FitConfig
+    from solaris.tracking.jobs import TrainPlan
+
+    fit = FitConfig(epochs=args.epochs, seed=args.seed, threads=args.threads, progress=not args.no_progress)
+    return TrainPlan(fit=fit, device=device)
+
+
+def _context(args: argparse.Namespace):  # noqa: ANN202
+    from solaris.config import get_settings
+    from solaris.tracking import registry
+    from solaris.tracking.jobs import World
+
+    settings = get_settings()
+    plan = _plan(args, settings.device)
+    world = World.open(settings.world_dir(args.name), plan.fractions)
+    return settings, registry.connect(settings), plan, world
+
+
+def _print(what: str, version: str, found: dict[str, float]) -> None:
+    print(json.dumps({"model": what, "version": version, **{k: round(float(v), 6) for k, v in found.items()}}))
+
+
+def fm(args: argparse.Namespace) -> int:
+    from solaris.tracking.jobs import train_fm_job
+
+    settings, client, plan, world = _context(args)
+    trained = train_fm_job(client, settings, world, plan)
+    _print("solaris-fm", trained.version, trained.metrics)
+    return 0
+
+
+def ae_(args: argparse.Namespace) -> int:
+    from solaris.tracking.jobs import FM_MODEL, registered, train_ae_job
+
+    settings, client, plan, world = _context(args)
+    trained = train_ae_job(client, settings, world, registered(client, FM_MODEL, args.fm_version), plan)
+    _print("solaris-ae", trained.version, trained.metrics)
+    return 0
+
+
+def vm_(args: argparse.Namespace) -> int:
+    from solaris.models.vm import VARIANTS
+    from solaris.tracking.jobs import registered_teacher, train_vm_job, vm_data
+
+    if args.variant not in VARIANTS:
+        raise ValueError(f"--variant {args.variant!r}: choose one of {', '.join(VARIANTS)}")
+    settings, client, plan, world = _context(args)
+    data = vm_data(world, registered_teacher(client, args.ae_version, plan.device))
+    trained = train_vm_job(client, settings, world, data, args.variant, plan)
+    _print(f"solaris-vm ({args.variant})", trained.version, trained.metrics)
+    return 0
+
+
+def all_(args: argparse.Namespace) -> int:
+    from solaris.config import get_settings
+    from solaris.tracking.jobs import train_all
+
+    settings = get_settings()
+    report = train_all(settings, settings.world_dir(args.name), _plan(args, settings.device))
+    _print("solaris-fm", report.fm.version, report.fm.metrics)
+    _print("solaris-ae", report.ae.version, report.ae.metrics)
+    for variant, trained in report.vms.items():
+        _print(f"solaris-vm ({variant})", trained.version, trained.metrics)
+    if report.decision is not None:
+        print(json.dumps({"promoted": report.decision.promoted, "reason": report.decision.reason}))
+    return 0
