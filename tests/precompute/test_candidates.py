@@ -7,7 +7,7 @@ import pytest
 
 from solaris.precompute.candidates import SOURCES, CandidateConfig, count_by_source, generate_candidates
 
-from conftest import T0, LogFactory, Request
+from precompute_logs import T0, LogFactory, Request
 
 START = T0 + timedelta(hours=24)
 END = START + timedelta(hours=1)

@@ -14,7 +14,7 @@ import pytest
 from solaris.precompute.selection import drop_still_fresh, requeue_misses
 from solaris.store import FeatureStore, open_store
 
-from conftest import T0, LogFactory
+from precompute_logs import T0, LogFactory
 
 START = T0 + timedelta(hours=24)
 HOUR = timedelta(hours=1)

@@ -16,7 +16,7 @@ from solaris.precompute.selection import (
     selection_budget,
 )
 
-from conftest import T0, LogFactory
+from precompute_logs import T0, LogFactory
 
 START = T0 + timedelta(hours=24)
 
