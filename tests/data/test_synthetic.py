@@ -162,6 +162,8 @@ def test_ne_headroom_is_reported_and_consistent(world: EventLog, impressions: pd
     assert ne["item_ctr"] == pytest.approx(log_loss / len(impressions) / entropy, rel=1e-9)
     assert ne["constant"] == 1.0
     assert ne["oracle"] < ne["item_ctr"] - 0.05 < 1.0
+    # history (fatigue, momentum) carries signal that no history-free model can reach
+    assert ne["oracle"] < ne["oracle_without_history"] - 0.03 < ne["item_ctr"]
 
 
 @pytest.mark.parametrize(
@@ -176,6 +178,7 @@ def test_ne_headroom_is_reported_and_consistent(world: EventLog, impressions: pd
         ({"requests_per_user_day": 0.0}, "requests_per_user_day=0.0"),
         ({"new_user_share": 1.0}, "new_user_share=1.0"),
         ({"start": datetime(2026, 1, 5)}, "start="),
+        ({"seed": -1}, "seed=-1"),
         ({"size": 3}, "no field"),
     ],
 )

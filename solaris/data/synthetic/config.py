@@ -20,16 +20,16 @@ class GroundTruth:
     an id-embedding model cannot; the position term is the logging bias every ranker sees.
     """
 
-    # The intercept is solved per world so that history-free clicks on day 0 hit this rate (see truth.py);
+    # The intercept is solved per world so that history-free clicks on its first day hit this rate (truth.py);
     # fatigue and momentum then move the realised rate a little.
     target_ctr: float = 0.065
     affinity_hinge: float = 5.0  # weight of relu(u.v - hinge_at): only a real match lifts the click rate
     hinge_at: float = 0.15
     affinity_product: float = 10.0  # weight of (u_a.v_a)(u_b.v_b): both halves of the interest must agree
-    fatigue: float = 0.5  # logit lost per recent (decayed) exposure to the same item
-    fatigue_tau_hours: float = 12.0
-    momentum: float = 0.8  # logit gained per log1p(recent decayed clicks in the item's category)
-    momentum_tau_hours: float = 6.0
+    fatigue: float = 0.8  # logit lost per recent (decayed) exposure to the same item
+    fatigue_tau_hours: float = 24.0
+    momentum: float = 1.2  # logit gained per log1p(recent decayed clicks in the item's category)
+    momentum_tau_hours: float = 12.0
     time_of_day: float = 0.5  # amplitude of each category's hour-of-day cycle
     position: float = 0.4  # logit lost per log2(1 + position)
     user_bias_sd: float = 0.4
@@ -123,6 +123,8 @@ def _validate(c: WorldConfig) -> None:
         value = getattr(c, name)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise bad(name, "must be a positive integer")
+    if isinstance(c.seed, bool) or not isinstance(c.seed, int) or c.seed < 0:
+        raise bad("seed", "must be a non-negative integer")
     for name in _NON_NEGATIVE:
         if not getattr(c, name) >= 0:
             raise bad(name, "must be >= 0")
@@ -149,7 +151,7 @@ def _validate(c: WorldConfig) -> None:
 
 PRESETS: dict[str, WorldConfig] = {
     # fast tests: ~30k impressions in about a second
-    "tiny": WorldConfig("tiny", n_users=300, n_items=200, days=2, requests_per_user_day=8.0, n_advertisers=20),
+    "tiny": WorldConfig("tiny", n_users=450, n_items=200, days=2, requests_per_user_day=5.0, n_advertisers=20),
     # the README main job: an FM trains on it within minutes on 2 CPU cores
     "default": WorldConfig(
         "default", n_users=3500, n_items=1200, days=5, requests_per_user_day=2.5, n_advertisers=120

@@ -18,10 +18,11 @@ from solaris.data.synthetic.config import WorldConfig
 from solaris.data.synthetic.population import Items, Users, drift, make_items, make_users
 from solaris.data.synthetic.truth import (
     History,
-    click_logit,
     conversion_probability,
+    history_logit,
     sigmoid,
     solve_intercept,
+    static_logit,
     time_of_day_effect,
 )
 
@@ -53,6 +54,7 @@ class HourBatch:
     click: np.ndarray  # (R, S) bool
     conversion: np.ndarray  # (R, S) bool
     p_click: np.ndarray  # (R, S) the true click probability
+    static_logit: np.ndarray  # (R, S) its logit without the history terms (fatigue, momentum)
     repeated: np.ndarray  # (R, C) bool: candidate already the user's candidate in the previous 24 h
 
     def requests_table(self) -> pa.Table:
@@ -133,8 +135,7 @@ class Simulator:
         users = np.repeat(np.arange(self.config.n_users, dtype=np.int64), counts.sum(axis=0))
         users = self.rng.choice(users, size=min(len(users), CALIBRATION_REQUESTS), replace=False)
         funnel = self._funnel(users)
-        zeros = np.zeros(funnel.shown.shape, np.float32)
-        logits = self._logits(users, funnel, zeros, zeros, zeros, intercept=0.0)
+        logits = self._static_logits(users, funnel, np.zeros(funnel.shown.shape, np.float32), intercept=0.0)
         return solve_intercept(logits, self.config.truth.target_ctr)
 
     def _funnel(self, users: np.ndarray) -> Funnel:
@@ -154,23 +155,15 @@ class Simulator:
         shown = np.take_along_axis(candidates, columns, axis=1)
         return Funnel(slots, candidates, np.take_along_axis(slots, columns, axis=1), shown)
 
-    def _logits(
-        self,
-        users: np.ndarray,
-        funnel: Funnel,
-        exposures: np.ndarray,
-        category_clicks: np.ndarray,
-        time_of_day: np.ndarray,
-        intercept: float,
+    def _static_logits(
+        self, users: np.ndarray, funnel: Funnel, time_of_day: np.ndarray, intercept: float
     ) -> np.ndarray:
         shown = funnel.shown
-        return click_logit(
+        return static_logit(
             self.config.truth,
             intercept,
             self.latent[users],
             self.items.latent[shown],
-            exposures,
-            category_clicks,
             time_of_day,
             np.arange(self.config.n_shown)[None, :],
             self.users.bias[users],
@@ -187,15 +180,18 @@ class Simulator:
         funnel = self._funnel(users)
         repeated = self.history.repeated(users, funnel.slots, hour, REPEAT_WINDOW_HOURS)
         categories = self.items.category[funnel.shown]
-        logits = self._logits(
+        static = self._static_logits(
             users,
             funnel,
-            self.history.exposures(users, funnel.shown_slots, hour, t.fatigue_tau_hours),
-            self.history.category_clicks(users, categories, hour, t.momentum_tau_hours),
             time_of_day_effect(t, self.category_phase, self._hour_of_day(hour))[categories],
             self.intercept,
         )
-        p_click = sigmoid(logits)
+        history = history_logit(
+            t,
+            self.history.exposures(users, funnel.shown_slots, hour, t.fatigue_tau_hours),
+            self.history.category_clicks(users, categories, hour, t.momentum_tau_hours),
+        )
+        p_click = sigmoid(static + history)
         click = rng.random(p_click.shape) < p_click
         p_conversion = conversion_probability(
             t, self.users.trait[users], self.items.price_bucket[funnel.shown], c.n_price_buckets
@@ -206,5 +202,5 @@ class Simulator:
         request_id = self.next_request_id + np.arange(len(users), dtype=np.int64)
         self.next_request_id += len(users)
         return HourBatch(
-            request_id, ts_us, users, funnel.candidates, funnel.shown, click, conversion, p_click, repeated
+            request_id, ts_us, users, funnel.candidates, funnel.shown, click, conversion, p_click, static, repeated
         )

@@ -83,19 +83,18 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def click_logit(
+def static_logit(
     truth: GroundTruth,
     intercept: float,
     user_latent: np.ndarray,
     item_latent: np.ndarray,
-    exposures: np.ndarray,
-    category_clicks: np.ndarray,
     time_of_day: np.ndarray,
     positions: np.ndarray,
     user_bias: np.ndarray,
     item_bias: np.ndarray,
 ) -> np.ndarray:
-    """True click logit for (R, S) impressions; ``user_latent`` is (R, d), ``item_latent`` (R, S, d)."""
+    """The click logit's history-free part for (R, S) impressions; ``user_latent`` is (R, d), ``item_latent``
+    (R, S, d). What a model without the user's history could at best know (given today's interests)."""
     half = user_latent.shape[1] // 2
     aff_a = np.einsum("rd,rsd->rs", user_latent[:, :half], item_latent[:, :, :half])
     aff_b = np.einsum("rd,rsd->rs", user_latent[:, half:], item_latent[:, :, half:])
@@ -103,13 +102,16 @@ def click_logit(
         intercept
         + truth.affinity_hinge * np.maximum(aff_a + aff_b - truth.hinge_at, 0.0)
         + truth.affinity_product * aff_a * aff_b
-        - truth.fatigue * exposures
-        + truth.momentum * np.log1p(category_clicks)
         + time_of_day
         - truth.position * np.log2(1.0 + positions)
         + user_bias[:, None]
         + item_bias
     )
+
+
+def history_logit(truth: GroundTruth, exposures: np.ndarray, category_clicks: np.ndarray) -> np.ndarray:
+    """The click logit's history part: fatigue from recent exposures, momentum from recent category clicks."""
+    return truth.momentum * np.log1p(category_clicks) - truth.fatigue * exposures
 
 
 def solve_intercept(logits: np.ndarray, target: float) -> float:
