@@ -29,12 +29,9 @@ class PairIndex:
         return cls(users, items, codes, inverse.ravel())
 
     @property
-    def pair_users(self) -> np.ndarray:
-        return self.users[self.codes // len(self.items)]
-
-    @property
-    def pair_items(self) -> np.ndarray:
-        return self.items[self.codes % len(self.items)]
+    def user_rank(self) -> np.ndarray:
+        """For each distinct pair, its user's position in ``users``."""
+        return self.codes // max(len(self.items), 1)
 
     def locate(self, user_ids: np.ndarray, item_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For answered rows whose user and item were requested: which rows are requested pairs (a backend

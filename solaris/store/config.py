@@ -13,6 +13,8 @@ from sqlalchemy.exc import ArgumentError
 class SqliteStoreConfig:
     path: Path
     busy_timeout_ms: int = 30_000
+    # Per-connection page cache; SQLite's 2 MB default makes serving reads page through the OS cache.
+    cache_mb: int = 256
 
     @property
     def url(self) -> str:

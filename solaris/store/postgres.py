@@ -42,7 +42,7 @@ class PostgresFeatureStore(SqlFeatureStore):
         super().init_schema()
 
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
-        return {"users": index.pair_users.tolist(), "items": index.pair_items.tolist()}
+        return {"users": index.users.tolist(), "items": index.items.tolist()}
 
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
         return {"users": users.tolist()}

@@ -201,7 +201,7 @@ class SqlFeatureStore(FeatureStore):
         keep, at = index.locate(column(knn_rows, 0), column(knn_rows, 1))
         knn, knn_mask = weighted_mean(at, column(knn_rows, 2, np.float64)[keep], decode(knn_rows, 3)[keep], size)
         row = index.inverse
-        row_user = np.searchsorted(index.users, index.pair_users)[row]
+        row_user = index.user_rank[row]
         return TierBatchRead(
             pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row]
         )

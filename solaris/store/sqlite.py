@@ -29,12 +29,13 @@ class SqliteFeatureStore(SqlFeatureStore):
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute(f"PRAGMA busy_timeout={int(config.busy_timeout_ms)}")
+            cur.execute(f"PRAGMA cache_size=-{int(config.cache_mb) * 1024}")
             cur.close()
 
         super().__init__(engine)
 
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
-        # Users and items apart: SQLite reads JSON pairs slowly (->> per element), flat arrays fast.
+        # Users and items apart, as flat arrays: SQLite reads JSON pairs slowly (->> per element).
         return {"users": json.dumps(index.users.tolist()), "items": json.dumps(index.items.tolist())}
 
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:

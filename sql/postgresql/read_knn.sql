@@ -1,9 +1,9 @@
--- For each requested (user, item): the user's fresh neighbours with similarity > 0 that hold a fresh pair
--- for the item (the store combines them by similarity weight). Each neighbour's rows are read by one range
--- scan per partition and kept if requested; OFFSET 0 fences pin that plan before partitions have statistics.
-WITH req AS MATERIALIZED (SELECT * FROM unnest(%(users)s::bigint[], %(items)s::bigint[]) AS r (user_id, item_id))
+-- For each requested user: its fresh neighbours with similarity > 0 and their fresh pairs for the
+-- requested items (one range scan per neighbour and partition, items as a hashed set). The store keeps
+-- the requested (user, item) pairs and combines the neighbours by similarity weight. OFFSET 0 fences pin
+-- the plan before the on-demand partitions have statistics.
 SELECT u.user_id, p.item_id, n.similarity, p.vector
-FROM (SELECT DISTINCT user_id FROM req) AS u
+FROM unnest(%(users)s::bigint[]) AS u (user_id)
 CROSS JOIN LATERAL (
     SELECT neighbour_id, similarity FROM user_neighbours
     WHERE version_id = %(version)s AND user_id = u.user_id AND expires_at > %(t)s AND similarity > 0
@@ -14,4 +14,4 @@ CROSS JOIN LATERAL (
     WHERE version_id = %(version)s AND user_id = n.neighbour_id AND expires_at > %(t)s
     OFFSET 0
 ) AS p
-WHERE (u.user_id, p.item_id) IN (SELECT user_id, item_id FROM req)
+WHERE p.item_id IN (SELECT unnest(%(items)s::bigint[]))
