@@ -1,0 +1,259 @@
+"""Feature-store throughput and latency, each against a floor measured in the same run on the same rows.
+
+- bulk write: the store's pair write (validate, encode, stage, upsert) vs a raw binary COPY of the same rows
+  into a plain table with the same key (PostgreSQL) and vs a plain executemany INSERT (SQLite);
+- serving read: ``read_tiers`` for 1 user x 200 candidates (three tiers) vs one raw ``IN`` / ``= ANY``
+  query on the pair table (one tier, no decoding);
+- expiry: the time to expire a quarter of the pair rows (one expiry hour of four) at two table sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
+from solaris.store.codec import encode_vectors, to_micros
+from solaris.store.pgcopy import binary_copy_payload
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+DIM, ITEMS_PER_USER, ITEM_POOL, NEIGHBOURS, BATCH, EXPIRY_HOURS = 32, 200, 4000, 10, 50_000, 4
+ADMIN_URL = os.environ.get("SOLARIS_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+@dataclass(frozen=True)
+class Pairs:
+    users: np.ndarray
+    items: np.ndarray
+    vectors: np.ndarray
+    scores: np.ndarray
+
+    @classmethod
+    def make(cls, rows: int, seed: int = 0) -> Pairs:
+        """``rows / 200`` users with 200 distinct items each from a shared pool (so neighbours overlap)."""
+        rng = np.random.default_rng(seed)
+        n_users = rows // ITEMS_PER_USER
+        items = np.argsort(rng.random((n_users, ITEM_POOL)), axis=1)[:, :ITEMS_PER_USER]
+        n = n_users * ITEMS_PER_USER
+        return cls(
+            np.repeat(np.arange(n_users, dtype=np.int64), ITEMS_PER_USER), items.ravel().astype(np.int64),
+            rng.normal(size=(n, DIM)).astype(np.float32), rng.random(n).astype(np.float32),
+        )
+
+    def batches(self) -> Iterator[tuple[int, slice]]:
+        for k, start in enumerate(range(0, len(self.users), BATCH)):
+            yield k, slice(start, start + BATCH)
+
+
+def expires(k: int) -> datetime:
+    """Batches cycle through four expiry hours, so a quarter of the rows expire together."""
+    return T0 + (1 + k % EXPIRY_HOURS) * HOUR
+
+
+def fill(store: FeatureStore, data: Pairs) -> tuple[str, float]:
+    """Write all tiers; returns the version and the seconds spent writing pairs."""
+    version = store.register_embedding_version("1", "1", DIM, created_at=T0)
+    started = time.perf_counter()
+    for k, s in data.batches():
+        store.write_pair_embeddings(
+            "bench", version, data.users[s], data.items[s], data.vectors[s], data.scores[s], T0, expires(k)
+        )
+    seconds = time.perf_counter() - started
+    users = np.unique(data.users)
+    rng = np.random.default_rng(1)
+    store.write_user_aggregates(
+        "bench", version, users, rng.normal(size=(len(users), DIM)), np.full(len(users), ITEMS_PER_USER), 24, T0,
+        T0 + EXPIRY_HOURS * HOUR,
+    )
+    neighbours = (users[:, None] + rng.integers(1, len(users), (len(users), NEIGHBOURS))) % len(users)
+    neighbours.sort(axis=1)
+    dup = np.zeros_like(neighbours, dtype=bool)
+    dup[:, 1:] = neighbours[:, 1:] == neighbours[:, :-1]
+    store.write_user_neighbours(
+        "bench", version, users, np.where(dup, -1, neighbours), rng.uniform(0.1, 1, neighbours.shape), T0,
+        T0 + EXPIRY_HOURS * HOUR,
+    )
+    return version, seconds
+
+
+def raw_copy_seconds(dsn: str, data: Pairs) -> float:
+    """COPY of the same rows, payload prebuilt, into a plain table with the same columns and key."""
+    version = np.full(len(data.users), b"fm1-ae1-d32", dtype="V11")
+    run = np.full(len(data.users), b"bench", dtype="V5")
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "CREATE TABLE raw_pairs (version_id TEXT, user_id BIGINT, item_id BIGINT, vector BYTEA, score REAL,"
+            " created_at BIGINT, expires_at BIGINT, run_id TEXT, PRIMARY KEY (version_id, user_id, item_id))"
+        )
+        conn.commit()
+        payloads = [
+            binary_copy_payload([  # text and bytea share the binary wire format: the raw bytes
+                ("bytea", version[s]), ("int8", data.users[s]), ("int8", data.items[s]),
+                ("bytea", encode_vectors(data.vectors[s], "float16")), ("float4", data.scores[s]),
+                ("int8", np.full(len(data.users[s]), to_micros(T0, "t"))),
+                ("int8", np.full(len(data.users[s]), to_micros(expires(k), "t"))), ("bytea", run[s]),
+            ])
+            for k, s in data.batches()
+        ]
+        started = time.perf_counter()
+        for payload in payloads:
+            with conn.cursor() as cur, cur.copy("COPY raw_pairs FROM STDIN (FORMAT BINARY)") as copy:
+                copy.write(payload)
+            conn.commit()
+        return time.perf_counter() - started
+
+
+def raw_executemany_seconds(path: Path, data: Pairs) -> float:
+    """A plain executemany INSERT of the same rows (tuples prebuilt) into a table with the same key."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE raw_pairs (version_id TEXT, user_id BIGINT, item_id BIGINT, vector BLOB, score REAL,"
+        " created_at BIGINT, expires_at BIGINT, run_id TEXT, PRIMARY KEY (version_id, user_id, item_id))"
+    )
+    batches = [
+        list(zip(
+            ["fm1-ae1-d32"] * len(data.users[s]), data.users[s].tolist(), data.items[s].tolist(),
+            encode_vectors(data.vectors[s], "float16").tolist(), data.scores[s].tolist(),
+            [to_micros(T0, "t")] * len(data.users[s]), [to_micros(expires(k), "t")] * len(data.users[s]),
+            ["bench"] * len(data.users[s]), strict=True,
+        ))
+        for k, s in data.batches()
+    ]
+    started = time.perf_counter()
+    for rows in batches:
+        with conn:
+            conn.executemany("INSERT INTO raw_pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    seconds = time.perf_counter() - started
+    conn.close()
+    return seconds
+
+
+def requests(data: Pairs, n: int, seed: int = 2) -> list[tuple[int, np.ndarray]]:
+    """Per request: a user and 200 candidates, half from its own precomputed items, half from the pool."""
+    rng = np.random.default_rng(seed)
+    n_users = len(data.users) // ITEMS_PER_USER
+    out = []
+    for user in rng.integers(0, n_users, n):
+        own = data.items[user * ITEMS_PER_USER : (user + 1) * ITEMS_PER_USER]
+        out.append((int(user), np.concatenate([rng.choice(own, 100, replace=False), rng.integers(0, ITEM_POOL, 100)])))
+    return out
+
+
+def latencies_ms(call: Callable[[int, np.ndarray], object], reqs: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    for user, items in reqs[:50]:  # warm caches and prepared statements
+        call(user, items)
+    times = []
+    for user, items in reqs:
+        started = time.perf_counter()
+        call(user, items)
+        times.append((time.perf_counter() - started) * 1e3)
+    return np.array(times)
+
+
+def sqlite_floor(path: Path, version: str, t: int) -> Callable[[int, np.ndarray], object]:
+    conn = sqlite3.connect(path)
+    sql = (
+        "SELECT item_id, vector FROM pair_embeddings WHERE version_id = ? AND user_id = ? AND expires_at > ?"
+        f" AND item_id IN ({', '.join('?' * ITEMS_PER_USER)})"
+    )
+    return lambda user, items: conn.execute(sql, (version, user, t, *items.tolist())).fetchall()
+
+
+def postgres_floor(dsn: str, version: str, t: int) -> Callable[[int, np.ndarray], object]:
+    conn = psycopg.connect(dsn, autocommit=True, options="-csearch_path=bench")
+    sql = (
+        "SELECT item_id, vector FROM pair_embeddings WHERE version_id = %s AND user_id = %s AND expires_at > %s"
+        " AND item_id = ANY(%s)"
+    )
+    return lambda user, items: conn.execute(sql, (version, user, t, items.tolist()), prepare=True).fetchall()
+
+
+def expiry_seconds(store: FeatureStore) -> float:
+    """Expire the first expiry hour (a quarter of the pairs): on PostgreSQL one whole partition."""
+    started = time.perf_counter()
+    store.expire(T0 + 2 * HOUR - timedelta(microseconds=1))
+    return time.perf_counter() - started
+
+
+@contextmanager
+def backend_config(backend: str, workdir: Path, tag: str) -> Iterator[tuple[SqliteStoreConfig | PostgresStoreConfig, str]]:
+    """A fresh store config and the raw DSN/path of the same database; PostgreSQL gets its own database."""
+    if backend == "sqlite":
+        path = workdir / f"{tag}.db"
+        yield SqliteStoreConfig(path), str(path)
+        return
+    name = f"solaris_bench_{uuid.uuid4().hex[:8]}"
+    admin_dsn = ADMIN_URL.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            url = ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+            yield PostgresStoreConfig(url, schema="bench"), url.replace("postgresql+psycopg://", "postgresql://", 1)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def bench_backend(backend: str, rows: int, small_rows: int, n_requests: int, workdir: Path) -> dict[str, float]:
+    data = Pairs.make(rows)
+    out: dict[str, float] = {"rows": len(data.users)}
+    with backend_config(backend, workdir, "big") as (config, raw):
+        with open_store(config, init=True) as store:
+            version, write_s = fill(store, data)
+            out["write_rows_s"] = len(data.users) / write_s
+            floor_s = raw_copy_seconds(raw, data) if backend == "postgresql" else raw_executemany_seconds(Path(raw), data)
+            out["floor_rows_s"] = len(data.users) / floor_s
+            reqs = requests(data, n_requests)
+            t = T0 + HOUR / 2
+            read = latencies_ms(lambda u, items: store.read_tiers(version, u, items, t), reqs)
+            floor_fn = sqlite_floor(Path(raw), version, to_micros(t, "t")) if backend == "sqlite" else postgres_floor(raw, version, to_micros(t, "t"))
+            floor = latencies_ms(floor_fn, reqs)
+            out |= {
+                "read_p50": np.percentile(read, 50), "read_p99": np.percentile(read, 99),
+                "floor_p50": np.percentile(floor, 50), "floor_p99": np.percentile(floor, 99),
+            }
+            out["expire_big_s"] = expiry_seconds(store)
+    with backend_config(backend, workdir, "small") as (config, _), open_store(config, init=True) as store:
+        fill(store, Pairs.make(small_rows))
+        out["expire_small_s"] = expiry_seconds(store)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="100k pair rows (expiry compared with 10k)")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    args = parser.parse_args(argv)
+    rows, small, n_requests = (100_000, 10_000, 300) if args.quick else (1_000_000, 100_000, 1_000)
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    print(f"{'backend':<11} {'rows':>9} {'write r/s':>10} {'floor r/s':>10} {'write/floor':>11} "
+          f"{'read p50':>9} {'read p99':>9} {'floor p50':>9} {'floor p99':>9} {'p99/floor':>9} "
+          f"{'expire ' + format(small, ',') + ' s':>15} {'expire ' + format(rows, ',') + ' s':>17}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in backends:
+            r = bench_backend(backend, rows, small, n_requests, Path(tmp))
+            print(
+                f"{backend:<11} {r['rows']:>9,.0f} {r['write_rows_s']:>10,.0f} {r['floor_rows_s']:>10,.0f} "
+                f"{r['write_rows_s'] / r['floor_rows_s']:>10.0%} {r['read_p50']:>7.2f}ms {r['read_p99']:>7.2f}ms "
+                f"{r['floor_p50']:>7.2f}ms {r['floor_p99']:>7.2f}ms {r['read_p99'] / r['floor_p99']:>8.1f}x "
+                f"{r['expire_small_s']:>15.3f} {r['expire_big_s']:>17.3f}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
