@@ -53,8 +53,8 @@ class HourBatch:
     shown: np.ndarray  # (R, S) item ids by position
     click: np.ndarray  # (R, S) bool
     conversion: np.ndarray  # (R, S) bool
-    p_click: np.ndarray  # (R, S) the true click probability
-    static_logit: np.ndarray  # (R, S) its logit without the history terms (fatigue, momentum)
+    logit: np.ndarray  # (R, S) the true click logit
+    static_logit: np.ndarray  # (R, S) the same without the history terms (fatigue, momentum)
     repeated: np.ndarray  # (R, C) bool: candidate already the user's candidate in the previous 24 h
 
     def requests_table(self) -> pa.Table:
@@ -191,16 +191,16 @@ class Simulator:
             self.history.exposures(users, funnel.shown_slots, hour, t.fatigue_tau_hours),
             self.history.category_clicks(users, categories, hour, t.momentum_tau_hours),
         )
-        p_click = sigmoid(static + history)
-        click = rng.random(p_click.shape) < p_click
+        logit = static + history
+        click = rng.random(logit.shape) < sigmoid(logit)
         p_conversion = conversion_probability(
             t, self.users.trait[users], self.items.price_bucket[funnel.shown], c.n_price_buckets
         )
-        conversion = click & (rng.random(p_click.shape) < p_conversion)
+        conversion = click & (rng.random(logit.shape) < p_conversion)
         self.history.record(hour, t, users, funnel.slots, funnel.shown_slots, categories, click)
 
         request_id = self.next_request_id + np.arange(len(users), dtype=np.int64)
         self.next_request_id += len(users)
         return HourBatch(
-            request_id, ts_us, users, funnel.candidates, funnel.shown, click, conversion, p_click, static, repeated
+            request_id, ts_us, users, funnel.candidates, funnel.shown, click, conversion, logit, static, repeated
         )
