@@ -13,7 +13,7 @@ import pytest
 from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.data.synthetic import PRESETS, generate_world, retrieval
+from solaris.data.synthetic import PRESETS, generate_world, retrieval, simulate
 from solaris.data.synthetic.population import make_items, unit_rows
 from solaris.data.synthetic.stats import ITEM_CTR_PRIOR
 
@@ -251,3 +251,17 @@ def test_sparse_world_with_empty_hours(tmp_path: Path) -> None:
     requests = log.requests(log.start, log.end)
     assert 0 < requests.num_rows == log.meta["counts"]["requests"]
     assert len(set(requests["ts"].to_pandas().dt.floor("h"))) < config.hours
+
+
+def test_failure_mid_generation_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hour = simulate.Simulator._hour
+
+    def failing(self: simulate.Simulator, index: int, counts: np.ndarray) -> simulate.HourBatch:
+        if index == 30:
+            raise OSError("disk full")
+        return hour(self, index, counts)
+
+    monkeypatch.setattr(simulate.Simulator, "_hour", failing)
+    with pytest.raises(OSError, match="disk full"):
+        generate_world(TINY, tmp_path / "world")
+    assert list(tmp_path.iterdir()) == []

@@ -19,7 +19,9 @@ PART = "part-0"
 
 
 def generate_world(config: WorldConfig, target_dir: Path, overwrite: bool = False, progress: bool = False) -> EventLog:
-    """Generate ``config``'s world into ``target_dir``; memory stays bounded by one hour of traffic.
+    """Generate ``config``'s world into ``target_dir``, writing each hour as it is simulated.
+
+    Memory holds the population, per-user state and one hour of traffic, never the whole log.
 
     The log appears only once complete (built in a temporary sibling, then renamed); on any error the previous
     content of ``target_dir``, if any, is left as it was.
