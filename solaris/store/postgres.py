@@ -108,7 +108,8 @@ class PostgresFeatureStore(SqlFeatureStore):
             self._copy(conn, "copy_neighbour_staging", [
                 ("int8", batch.user_ids), ("int8", batch.neighbour_ids), ("float4", batch.similarities),
             ])
-            conn.exec_driver_sql(self._sql("delete_user_neighbours"), {"version": s.version, "users": batch.users.tolist()})
+            old = {"version": s.version} | self._users_param(batch.users)
+            conn.exec_driver_sql(self._sql("delete_user_neighbours"), old)
             conn.exec_driver_sql(self._sql("insert_user_neighbours"), params)
 
     def _drop_expired_partitions(self, t: int) -> int:

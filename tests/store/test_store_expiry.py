@@ -15,7 +15,9 @@ def fill(store: FeatureStore, version: str) -> None:
         users = np.arange(first_user, first_user + n)
         store.write_pair_embeddings("r", version, users, users % 3, vecs(n), np.ones(n), T0, expires)
     store.write_user_aggregates("r", version, np.arange(3), vecs(3), np.ones(3, int), 24, T0, T0 + 2 * HOUR)
-    store.write_user_neighbours("r", version, np.arange(2), np.array([[5, 6], [7, -1]]), np.ones((2, 2)), T0, T0 + 2 * HOUR)
+    store.write_user_neighbours(
+        "r", version, np.arange(2), np.array([[5, 6], [7, -1]]), np.ones((2, 2)), T0, T0 + 2 * HOUR
+    )
 
 
 def test_expire_deletes_exactly_the_expired_rows_in_batches(store: FeatureStore, version: str) -> None:

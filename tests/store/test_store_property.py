@@ -63,7 +63,8 @@ write_pairs = st.tuples(
 )
 write_aggs = st.tuples(st.just("aggs"), VERSIONS, st.lists(USERS, min_size=1, max_size=3, unique=True), HOURS, TTLS)
 write_neighbours = st.tuples(
-    st.just("neighbours"), VERSIONS, USERS, st.lists(st.tuples(USERS, SIMILARITIES), max_size=3, unique_by=lambda x: x[0]),
+    st.just("neighbours"), VERSIONS, USERS,
+    st.lists(st.tuples(USERS, SIMILARITIES), max_size=3, unique_by=lambda x: x[0]),
     HOURS, TTLS,
 )
 read = st.tuples(st.just("read"), VERSIONS, USERS, st.lists(ITEMS, min_size=1, max_size=4), READ_TIMES)
@@ -92,7 +93,9 @@ def test_store_behaves_like_the_model(store: FeatureStore, operations: list[tupl
             v, keys, hour, ttl = args
             vectors = rng.normal(size=(len(keys), DIM)).astype(np.float16).astype(np.float32)
             users, items = np.array(keys).T
-            store.write_pair_embeddings("r", versions[v], users, items, vectors, np.ones(len(keys)), at(hour), at(hour + ttl))
+            store.write_pair_embeddings(
+                "r", versions[v], users, items, vectors, np.ones(len(keys)), at(hour), at(hour + ttl)
+            )
             model.pairs.update({(v, u, i): (vec, hour + ttl) for (u, i), vec in zip(keys, vectors, strict=True)})
         elif kind == "aggs":
             v, users, hour, ttl = args

@@ -119,7 +119,8 @@ def test_aggregate_dimension_is_checked(store: FeatureStore, version: str) -> No
 
 def test_run_records(store: FeatureStore, version: str) -> None:
     for hour in range(3):
-        store.start_run(f"run-{hour}", T0 + hour * HOUR, T0 + (hour + 1) * HOUR, "3", "2", "5", version, T0 + hour * HOUR)
+        start = T0 + hour * HOUR
+        store.start_run(f"run-{hour}", start, start + HOUR, "3", "2", "5", version, start)
     store.finish_run("run-1", "succeeded", {"pairs": 10}, {"embed": 1.5}, T0 + 2 * HOUR)
     run = store.get_run("run-1")
     assert run is not None and run.status == "succeeded"
@@ -135,7 +136,9 @@ def test_run_records(store: FeatureStore, version: str) -> None:
     ("run_id", "status", "message"),
     [("run-0", "done", "not one of succeeded, failed"), ("ghost", "failed", "never started")],
 )
-def test_finish_run_refuses_bad_input(store: FeatureStore, version: str, run_id: str, status: str, message: str) -> None:
+def test_finish_run_refuses_bad_input(
+    store: FeatureStore, version: str, run_id: str, status: str, message: str
+) -> None:
     store.start_run("run-0", T0, T0 + HOUR, "3", "2", "5", version, T0)
     with pytest.raises(StoreError, match=message):
         store.finish_run(run_id, status, {}, {}, T0 + HOUR)
