@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from solaris.models.features import BASE_COLUMNS, IdTable, exposure_columns, history_columns
-from solaris.models.layers import SideEmbedding, base_logit, mlp, resolve_device
+from solaris.models.layers import SideEmbedding, base_logit, mlp, resolve_device, shrink_embeddings
 
 TASKS = ("click", "conversion")
 
@@ -59,6 +59,7 @@ class FoundationModel(nn.Module):
         self.interaction = mlp([width, config.hidden, config.embedding_dim], final_activation=True)
         self.heads = nn.Linear(config.embedding_dim, len(TASKS))
         self.position_bias = nn.Embedding(config.max_position, len(TASKS))
+        shrink_embeddings(self)
 
     def outputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(interaction embedding, logits per task) for a packed input matrix."""

@@ -40,6 +40,14 @@ class SideEmbedding(nn.Module):
         return out
 
 
+def shrink_embeddings(module: nn.Module, std: float = 0.02) -> None:
+    """Start every embedding near zero: torch's N(0, 1) default makes an untrained model's scores random and
+    far from the base rate, which costs small datasets most of their training steps to undo."""
+    for child in module.modules():
+        if isinstance(child, nn.Embedding):
+            nn.init.normal_(child.weight, std=std)
+
+
 def mlp(sizes: list[int], final_activation: bool) -> nn.Sequential:
     layers: list[nn.Module] = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=False)):

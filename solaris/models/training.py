@@ -27,6 +27,7 @@ from solaris.models.vm import VMConfig, VerticalModel
 from solaris.models.vm_data import VMData
 
 Batch = tuple[torch.Tensor, torch.Tensor]
+EpochHook = Callable[[int, float, float], None]  # (epoch, train loss, validation loss), e.g. an MLflow logger
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class FitConfig:
     patience: int = 1
     lr: float = 2e-3
     weight_decay: float = 1e-6
-    batch_size: int = 1024
+    batch_size: int = 512
     block_hours: int = 12
     seed: int = 0
     progress: bool = True
@@ -70,6 +71,7 @@ def fit(
     validate: Callable[[nn.Module], float],
     config: FitConfig,
     desc: str,
+    on_epoch: EpochHook | None = None,
 ) -> FitResult:
     """Train until the validation loss stops improving for ``patience`` epochs; keep the best weights."""
     rng = seed_everything(config.seed)
@@ -91,6 +93,8 @@ def fit(
             valid = validate(model)
         result.train_loss.append(total / max(rows, 1))
         result.valid_loss.append(valid)
+        if on_epoch is not None:
+            on_epoch(epoch, result.train_loss[-1], valid)
         if result.best_epoch < 0 or valid < result.best_valid_loss:
             result.best_epoch, best_state = epoch, copy.deepcopy(model.state_dict())
         elif epoch - result.best_epoch >= config.patience:
@@ -119,6 +123,7 @@ def train_fm(
     items: IdTable,
     config: FMConfig = FMConfig(),
     fit_config: FitConfig = FitConfig(),
+    on_epoch: EpochHook | None = None,
 ) -> tuple[FoundationModel, FitResult]:
     """Train the FM on ``train`` hours, streamed block by block; early-stop on ``valid``."""
     seed_everything(fit_config.seed)
@@ -133,7 +138,7 @@ def train_fm(
             for x, y in minibatches(arrays, fit_config.batch_size, rng):
                 yield _tensors(x, y)
 
-    result = fit(model, batches, fm_loss, lambda m: float(fm_loss(m, vx, vy)), fit_config, "FM")
+    result = fit(model, batches, fm_loss, lambda m: float(fm_loss(m, vx, vy)), fit_config, "FM", on_epoch)
     return model, result
 
 
@@ -154,7 +159,11 @@ def embed_span(
 
 
 def train_ae(
-    train: np.ndarray, valid: np.ndarray, config: AEConfig = AEConfig(), fit_config: FitConfig = FitConfig()
+    train: np.ndarray,
+    valid: np.ndarray,
+    config: AEConfig = AEConfig(),
+    fit_config: FitConfig = FitConfig(),
+    on_epoch: EpochHook | None = None,
 ) -> tuple[Autoencoder, FitResult]:
     seed_everything(fit_config.seed)
     model = Autoencoder(config, train)
@@ -168,7 +177,10 @@ def train_ae(
             (t,) = _tensors(x)
             yield t, t
 
-    result = fit(model, batches, loss, lambda m: float(m.reconstruction_error(vx).mean()), fit_config, "AE")
+    def valid_loss(m: nn.Module) -> float:
+        return float(m.reconstruction_error(vx).mean())
+
+    result = fit(model, batches, loss, valid_loss, fit_config, "AE", on_epoch)
     return model, result
 
 
@@ -183,6 +195,7 @@ def train_vm(
     items: IdTable,
     config: VMConfig = VMConfig(),
     fit_config: FitConfig = FitConfig(),
+    on_epoch: EpochHook | None = None,
 ) -> tuple[VerticalModel, FitResult]:
     """Train one VM variant; validation scores hard labels with every pair code present.
 
@@ -201,5 +214,8 @@ def train_vm(
         for x, y in minibatches((train.matrix(config, pair_flag), targets), fit_config.batch_size, rng):
             yield _tensors(x, y)
 
-    result = fit(model, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, f"VM {config.variant}")
+    def valid_loss(m: nn.Module) -> float:
+        return float(vm_loss(m, vx, vy))
+
+    result = fit(model, batches, vm_loss, valid_loss, fit_config, f"VM {config.variant}", on_epoch)
     return model, result

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from solaris.models.features import BASE_COLUMNS, IdTable
-from solaris.models.layers import SideEmbedding, base_logit, mlp
+from solaris.models.layers import SideEmbedding, base_logit, mlp, shrink_embeddings
 
 VARIANTS = ("base", "distilled", "solaris", "solaris_distilled")
 TIERS = ("pair", "agg", "knn")
@@ -70,6 +70,7 @@ class VerticalModel(nn.Module):
         extra = len(TIERS) * (config.code_dim + 1) if config.uses_embeddings else 0
         width = 2 * config.id_dim + 2 * config.context_dim + extra
         self.mlp = mlp([width, *config.hidden, 1], final_activation=False)
+        shrink_embeddings(self)
 
     def start_at_base_rate(self, rate: float) -> None:
         """Start the output at the observed rate: rare positives otherwise cost epochs of bias-fitting."""

@@ -11,6 +11,7 @@ VM spans are the recent hours, small next to the FM's: they are built once, stre
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -23,7 +24,7 @@ from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, segmen
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.loader import stream_impressions
 from solaris.models.splits import Span
-from solaris.models.vm import VMConfig
+from solaris.models.vm import TIERS, VMConfig
 from solaris.tracking.versions import check_ae_fm, check_embedding_version, embedding_version
 
 AGG_WINDOW = timedelta(hours=24)
@@ -45,6 +46,9 @@ class Teacher:
     @property
     def embedding_version(self) -> str:
         return embedding_version(self.fm_version, self.ae_version, self.ae.config.code_dim)
+
+    def codes(self, embeddings: np.ndarray) -> np.ndarray:
+        return compress(self.ae, embeddings)
 
 
 @dataclass(frozen=True)
@@ -69,23 +73,9 @@ class VMData:
 
     def matrix(self, config: VMConfig, pair_flag: np.ndarray | None = None) -> np.ndarray:
         """The VM's input matrix; ``pair_flag`` (default all present) masks pair codes to zeros."""
-        if not config.uses_embeddings:
-            return self.base
-        check_embedding_version(config.embedding_version, self.embedding_version, f"VM {config.variant}")
         flag = np.ones(len(self), np.float32) if pair_flag is None else pair_flag.astype(np.float32)
-        return np.concatenate(
-            [
-                self.base,
-                self.pair * flag[:, None],
-                flag[:, None],
-                self.agg * self.agg_flag[:, None],
-                self.agg_flag[:, None],
-                self.knn * self.knn_flag[:, None],
-                self.knn_flag[:, None],
-            ],
-            axis=1,
-            dtype=np.float32,
-        )
+        tiers = {"pair": (self.pair, flag), "agg": (self.agg, self.agg_flag), "knn": (self.knn, self.knn_flag)}
+        return vm_inputs(config, self.embedding_version, self.base, tiers)
 
     def targets(self, config: VMConfig) -> np.ndarray:
         if not config.distills:
@@ -93,17 +83,45 @@ class VMData:
         return ((1 - config.distill_alpha) * self.click + config.distill_alpha * self.fm_click).astype(np.float32)
 
 
+def vm_inputs(
+    config: VMConfig, version: str, base: np.ndarray, tiers: Mapping[str, tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """The VM's input matrix from base columns and (codes, presence flags) per tier: what the ranker builds
+    from the store's reads. Absent codes are zeroed; embeddings of another version are refused."""
+    if not config.uses_embeddings:
+        return base.astype(np.float32)
+    check_embedding_version(config.embedding_version, version, f"VM {config.variant}")
+    blocks = [base]
+    for tier in TIERS:
+        codes, flags = tiers[tier]
+        flags = np.asarray(flags, np.float32)
+        blocks += [codes * flags[:, None], flags[:, None]]
+    return np.concatenate(blocks, axis=1, dtype=np.float32)
+
+
 def build_vm_data(
     log: EventLog, span: Span, index: HistoryIndex, teacher: Teacher, block_hours: int = 6
 ) -> VMData:
     """VM examples of ``span`` in time order, teacher outputs computed over the span plus 24 h before it."""
-    lookback = Span(max(span.start - AGG_WINDOW, log.start), span.end)
+    return build_vm_datasets(log, {"span": span}, index, teacher, block_hours)["span"]
+
+
+def build_vm_datasets(
+    log: EventLog, spans: Mapping[str, Span], index: HistoryIndex, teacher: Teacher, block_hours: int = 6
+) -> dict[str, VMData]:
+    """Several spans from one teacher pass over their union (adjacent spans share their 24 h lookbacks)."""
+    first, last = min(s.start for s in spans.values()), max(s.end for s in spans.values())
     parts = []
-    for table in stream_impressions(log, lookback, block_hours):
+    for table in stream_impressions(log, Span(max(first - AGG_WINDOW, log.start), last), block_hours):
         emb = embed(teacher.fm, fm_matrix(table, index, teacher.fm.config.history), device=teacher.device)
-        parts.append(_teacher_columns(table, emb.probs[:, 0], compress(teacher.ae, emb.embedding)))
-    every = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
-    in_span = every["ts"] >= int(span.start.timestamp() * 1_000_000) if parts else np.zeros(0, bool)
+        parts.append(_teacher_columns(table, emb.probs[:, 0], teacher.codes(emb.embedding)))
+    every = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {"ts": np.zeros(0, int)}
+    return {name: _select(every, span, teacher.embedding_version) for name, span in spans.items()}
+
+
+def _select(every: dict[str, np.ndarray], span: Span, version: str) -> VMData:
+    micros = [int(t.timestamp() * 1_000_000) for t in (span.start, span.end)]
+    in_span = (every["ts"] >= micros[0]) & (every["ts"] < micros[1])
     if not in_span.any():
         raise ValueError(f"no impressions in {span}: cannot build VM examples")
     agg, agg_flag = user_aggregate(every["user"], every["ts"], every["code"], in_span)
@@ -117,7 +135,7 @@ def build_vm_data(
         agg_flag=agg_flag,
         knn=np.zeros_like(rows["code"]),
         knn_flag=np.zeros(int(in_span.sum()), np.float32),
-        embedding_version=teacher.embedding_version,
+        embedding_version=version,
     )
 
 

@@ -24,7 +24,7 @@ from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.splits import DEFAULT_FRACTIONS, Span, TimeSplit
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
 from solaris.models.vm import VMConfig, VerticalModel, score
-from solaris.models.vm_data import Teacher, VMData, build_vm_data
+from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_datasets
 from solaris.tracking import registry, runs
 from solaris.tracking.gate import Decision, promotion_gate
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, FM_MODEL, VM_MODEL, PinnedVersions
@@ -96,16 +96,19 @@ def train_fm_job(client: MlflowClient, settings: Settings, world: World, plan: T
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-fm"))
     with mlflow.start_run(run_name="fm"):
         runs.log_params({**plan.fm.as_params(), **plan.fit.as_params(), **world.split.as_params()})
-        fm, fit = train_fm(world.log, world.split.fm_train, world.split.valid, world.index, world.users,
-                           world.items, plan.fm, plan.fit)
+        split = world.split
+        fm, fit = train_fm(
+            world.log, split.fm_train, split.valid, world.index, world.users, world.items, plan.fm, plan.fit,
+            runs.log_epoch,
+        )
         runs.log_fit(fit, "FM")
         found = fm_eval(world, fm, world.split.eval, plan.device)
         sample = world.log.impressions(world.split.valid.start, world.split.valid.end).slice(0, 64)
         example = fm_matrix(sample, world.index, plan.fm.history)
         cost = {"params": parameter_count(fm), "flops_per_pair": flops_per_pair(fm, example)}
         mlflow.log_metrics({f"eval_{k}": v for k, v in found.items()} | cost)
-        version = registry.log_model(client, fm, FM_MODEL, plan.fm.columns(), example[:5],
-                                     {"role": "fm", "embedding_dim": plan.fm.embedding_dim, **_eval_tags(world, found)})
+        tags = {"role": "fm", "embedding_dim": plan.fm.embedding_dim, **_eval_tags(world, found)}
+        version = registry.log_model(client, fm, FM_MODEL, plan.fm.columns(), example[:5], tags)
     registry.set_alias(client, FM_MODEL, CHALLENGER, version)
     return Trained(fm, version, found | cost)
 
@@ -121,20 +124,20 @@ def train_ae_job(
         split, seed = world.split, plan.fit.seed
         train = embed_span(world.log, split.fm_train, world.index, fm.model, plan.ae_rows, seed, plan.device)
         valid = embed_span(world.log, split.valid, world.index, fm.model, plan.ae_rows, seed, plan.device)
-        ae, fit = train_ae(train, valid, config, plan.fit)
+        ae, fit = train_ae(train, valid, config, plan.fit, runs.log_epoch)
         runs.log_fit(fit, "AE")
         found = {"reconstruction_error": fit.best_valid_loss}
         mlflow.log_metrics(found)
-        version = registry.log_model(client, ae, AE_MODEL, config.columns(), valid[:5],
-                                     {"role": "ae", "fm_version": fm.version, "code_dim": config.code_dim})
+        tags = {"role": "ae", "fm_version": fm.version, "code_dim": config.code_dim}
+        version = registry.log_model(client, ae, AE_MODEL, config.columns(), valid[:5], tags)
     registry.set_alias(client, AE_MODEL, CHALLENGER, version)
     return Trained(ae, version, found)
 
 
 def vm_data(world: World, teacher: Teacher) -> dict[str, VMData]:
     split = world.split
-    return {name: build_vm_data(world.log, getattr(split, name), world.index, teacher)
-            for name in ("vm_train", "valid", "eval")}
+    spans = {name: getattr(split, name) for name in ("vm_train", "valid", "eval")}
+    return build_vm_datasets(world.log, spans, world.index, teacher)
 
 
 def train_vm_job(
@@ -144,7 +147,7 @@ def train_vm_job(
     config = replace(plan.vm, variant=variant)
     with mlflow.start_run(run_name=f"vm-{variant}"):
         runs.log_params({**config.as_params(), **plan.fit.as_params()})
-        vm, fit = train_vm(data["vm_train"], data["valid"], world.users, world.items, config, plan.fit)
+        vm, fit = train_vm(data["vm_train"], data["valid"], world.users, world.items, config, plan.fit, runs.log_epoch)
         runs.log_fit(fit, f"VM {variant}")
         found = vm_eval(vm, data["eval"])
         example = data["eval"].matrix(vm.config)[:64]
@@ -185,7 +188,11 @@ def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan()) -> 
     if served is not None:
         challenger = PinnedVersions(fm.version, ae.version, served.version, teacher.embedding_version)
         report.decision = promotion_gate(
-            client, settings, challenger, served.metrics["ne"], str(world.split.eval),
+            client,
+            settings,
+            challenger,
+            served.metrics["ne"],
+            str(world.split.eval),
             lambda champion: champion_ne(world, champion, plan.device),
         )
     return report

@@ -14,9 +14,12 @@ def log_params(params: Mapping[str, object]) -> None:
     mlflow.log_params({k: str(v) for k, v in params.items()})
 
 
+def log_epoch(epoch: int, train: float, valid: float) -> None:
+    """Per-epoch losses, logged as they happen so a long run can be watched in the MLflow UI."""
+    mlflow.log_metrics({"train_loss": train, "valid_loss": valid}, step=epoch)
+
+
 def log_fit(result: FitResult, title: str) -> None:
-    for epoch, (train, valid) in enumerate(zip(result.train_loss, result.valid_loss, strict=True)):
-        mlflow.log_metrics({"train_loss": train, "valid_loss": valid}, step=epoch)
     mlflow.log_metrics({"best_epoch": result.best_epoch, "train_seconds": result.seconds})
     fig = Figure(figsize=(5, 3.2))
     ax = fig.subplots()
