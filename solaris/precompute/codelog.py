@@ -1,0 +1,87 @@
+"""The hourly log of the pair codes each run wrote: ``<root>/<embedding version>/dt=…/hour=…/codes.parquet``.
+
+The store keeps a pair only for its TTL (a few hours), but the user aggregate averages a user's pair codes
+over 24 hours, and the hit rate asks which pairs an earlier run wrote; this log (the offline side of the
+feature store) answers both. One file per hour, written atomically and replaced by a rerun of that hour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from solaris.data.hourly import floor_hour, partition_dir, read_range, write_table_atomic
+from solaris.data.schema import TS
+
+FILE_NAME = "codes.parquet"
+
+
+def schema(code_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("ts", TS, nullable=False),  # the writing run's created_at
+            pa.field("user_id", pa.int64(), nullable=False),
+            pa.field("item_id", pa.int64(), nullable=False),
+            pa.field("score", pa.float32(), nullable=False),
+            pa.field("code", pa.list_(pa.float32(), code_dim), nullable=False),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Codes:
+    user_ids: np.ndarray  # [n] int64
+    item_ids: np.ndarray  # [n] int64
+    scores: np.ndarray  # [n] float32
+    codes: np.ndarray  # [n, dim] float32
+    created_at: np.ndarray  # [n] datetime64[us], UTC
+
+
+@dataclass(frozen=True)
+class CodeLog:
+    root: Path
+    version: str
+    code_dim: int
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root) / self.version
+
+    def write_hour(
+        self, hour: datetime, user_ids: np.ndarray, item_ids: np.ndarray, scores: np.ndarray, codes: np.ndarray
+    ) -> Path:
+        """Replace ``hour``'s file with these rows (an empty hour still gets a file, so a rerun that now
+        writes nothing cannot leave an earlier attempt's rows behind)."""
+        hour = floor_hour(hour)
+        codes = np.asarray(codes, dtype=np.float32)
+        if codes.ndim != 2 or codes.shape[1] != self.code_dim or len(codes) != len(user_ids):
+            raise ValueError(f"codes must be [{len(user_ids)}, {self.code_dim}], got shape {codes.shape}")
+        table = pa.table(
+            {
+                "ts": pa.array(np.full(len(codes), np.datetime64(hour.replace(tzinfo=None), "us"))),
+                "user_id": pa.array(np.asarray(user_ids, np.int64)),
+                "item_id": pa.array(np.asarray(item_ids, np.int64)),
+                "score": pa.array(np.asarray(scores, np.float32)),
+                "code": pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), self.code_dim),
+            }
+        ).cast(schema(self.code_dim))
+        path = partition_dir(self.path, hour) / FILE_NAME
+        write_table_atomic(table, path)
+        return path
+
+    def read(self, start: datetime, end: datetime) -> Codes:
+        """Every row written for an hour in ``[start, end)``."""
+        table = read_range(self.path, start, end, schema(self.code_dim))
+        flat = pc.list_flatten(table["code"]).to_numpy(zero_copy_only=False)
+        return Codes(
+            user_ids=table["user_id"].to_numpy().astype(np.int64),
+            item_ids=table["item_id"].to_numpy().astype(np.int64),
+            scores=table["score"].to_numpy().astype(np.float32),
+            codes=flat.astype(np.float32).reshape(table.num_rows, self.code_dim),
+            created_at=pc.cast(table["ts"], pa.int64()).to_numpy().astype("datetime64[us]"),
+        )

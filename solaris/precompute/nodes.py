@@ -1,0 +1,344 @@
+"""The hourly precompute as pure node functions, one per DAG task, in the order the DAG runs them.
+
+Each node takes the run (its target hour, pinned versions and parameters, see :mod:`.spec`) and the
+settings, reads its inputs from the run's Parquet staging or the store, writes its outputs there, and
+returns a small JSON-able dict (counts and its ``seconds``) that travels on as XCom. ``run_hour`` in
+:mod:`.run` calls the same nodes without Airflow.
+
+Rerun contract: a rerun of an hour must decide exactly as its first attempt did, although the first attempt
+already wrote rows. Rows are created at the interval start and expire on hour boundaries, so the freshness
+checks look only at rows that were already fresh an instant before the run's hour (:func:`earlier_fresh`);
+the verifier scores without store features (they change as the run writes); everything else derives from
+the event log, the staged tables and the code log, all of which a rerun reproduces.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.enrichment.aggregates import changed_users, user_aggregates
+from solaris.enrichment.knn import NeighbourTable, build_neighbours
+from solaris.precompute import knn_state, quality
+from solaris.precompute.ranking import pair_keys
+from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
+from solaris.precompute.codelog import CodeLog
+from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses, select_top_fraction
+from solaris.precompute.spec import HourRun, PrecomputeParams, run_key, shard_of, target_interval
+from solaris.precompute.staging import Staging
+from solaris.store import FeatureStore, open_configured_store
+
+INSTANT = timedelta(microseconds=1)
+Meta = dict[str, Any]
+
+
+# -- where a run keeps its files ------------------------------------------------------------------------
+
+
+def staging(settings: Settings, run: HourRun) -> Staging:
+    return Staging(settings.data_dir / "staging", run.run_key)
+
+
+def code_log(settings: Settings, run: HourRun) -> CodeLog:
+    return CodeLog(settings.data_dir / "precompute" / "codes", run.embedding_version, run.code_dim)
+
+
+def knn_state_dir(settings: Settings, run: HourRun) -> Path:
+    return knn_state.state_dir(settings.data_dir / "precompute" / "knn", run.embedding_version)
+
+
+def event_log(settings: Settings) -> EventLog:
+    return EventLog(settings.world_dir())
+
+
+@contextmanager
+def timed(meta: Meta) -> Iterator[Meta]:
+    """Adds the wall seconds of the block to ``meta`` (a duration for the report, never an input)."""
+    t0 = time.perf_counter()
+    yield meta
+    meta["seconds"] = round(time.perf_counter() - t0, 4)
+
+
+def earlier_fresh(store: FeatureStore, version: str, own_user_ids: np.ndarray, own_item_ids: np.ndarray) -> FreshMask:
+    """The store's freshness check, blind to the pairs this run's hour already wrote (its code log).
+
+    A rerun must see the store as its first attempt did. The run writes only pairs with no fresh row at its
+    start (see :func:`candidates`), so before the first attempt each pair it wrote was not fresh.
+    """
+    def fresh(user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
+        mask = store.fresh_pairs(version, user_ids, item_ids, t)
+        if len(own_user_ids):
+            mask &= ~_pairs_in(user_ids, item_ids, own_user_ids, own_item_ids)
+        return mask
+
+    return fresh
+
+
+def _pairs_in(users: np.ndarray, items: np.ndarray, in_users: np.ndarray, in_items: np.ndarray) -> np.ndarray:
+    keys, _ = pair_keys(np.r_[users, in_users], np.r_[items, in_items])
+    return np.isin(keys[: len(users)], keys[len(users) :])
+
+
+# -- nodes ----------------------------------------------------------------------------------------------
+
+
+def resolve(
+    settings: Settings, data_interval_end: datetime, params: Mapping[str, Any] | None, started_at: datetime
+) -> Meta:
+    """Pin FM/AE/VM @champion once for the whole run, register the embedding version, open the run record."""
+    from solaris.tracking import registry
+    from solaris.tracking.versions import parse_embedding_version
+
+    t0 = time.perf_counter()
+    checked = PrecomputeParams.from_mapping(dict(params or {}))
+    start, end = target_interval(data_interval_end)
+    pinned = registry.resolve_champions(registry.connect(settings))
+    fm, ae, dim = parse_embedding_version(pinned.embedding_version)
+    run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked)
+    with open_configured_store(settings, init=True) as store:
+        version = store.register_embedding_version(fm, ae, dim, "float16", created_at=start)
+        if version != run.embedding_version:
+            raise ValueError(f"store version id {version!r} differs from the VM's embedding version {run.embedding_version!r}")
+        store.start_run(run.run_key, start, end, fm, ae, pinned.vm, version, started_at)
+    return {"run": run.as_xcom(), "seconds": round(time.perf_counter() - t0, 4)}
+
+
+def coverage(run: HourRun, settings: Settings) -> Meta:
+    """Coverage by tier of the last hour's requests and hit rate of the previous run; before any write."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        log = event_log(settings)
+        meta |= quality.coverage(store, run.embedding_version, log, run.interval_start)
+        meta |= quality.hit_rate(log, code_log(settings, run), run.interval_start)
+    return meta
+
+
+def candidates(run: HourRun, settings: Settings) -> Meta:
+    """Speculative candidates plus last hour's misses, minus pairs an earlier run keeps fresh all hour.
+
+    "Fresh all hour" is fresh at the hour's last instant: a row expiring at the hour's end still serves the
+    whole hour. Rows start and expire on hour boundaries, so that is exactly "fresh at the start", and the
+    run never overwrites a row its re-queue check counted as covered, which keeps a rerun's view unchanged.
+    """
+    with timed({}) as meta, open_configured_store(settings) as store:
+        log = event_log(settings)
+        start, end = run.interval_start, run.interval_end
+        own = code_log(settings, run).read(start, end)
+        fresh = earlier_fresh(store, run.embedding_version, own.user_ids, own.item_ids)
+        found = generate_candidates(log, start, end, CandidateConfig())
+        requeued = requeue_misses(log, start, fresh)
+        pool = add_requeued(found, requeued)
+        kept = drop_still_fresh(pool, fresh, end - INSTANT)
+        staged = staging(settings, run).write("pool", kept)
+        meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
+        meta |= {"requeued": len(requeued), "pool": len(pool), "still_fresh": len(pool) - len(kept)}
+        meta["rows"] = staged["rows"]
+    return meta
+
+
+def verifier_inputs(vm: Any, version: str, user_ids: np.ndarray, item_ids: np.ndarray, at: datetime) -> np.ndarray:
+    """The VM's input rows for candidate pairs at ``at``: position 0 and every embedding tier absent.
+
+    Store features are left out on purpose: they change as this run writes, and a rerun must score alike.
+    """
+    from solaris.models.features import base_matrix
+    from solaris.models.vm import TIERS
+    from solaris.models.vm_data import vm_inputs
+    from solaris.store.codec import to_micros
+
+    n = len(user_ids)
+    base = base_matrix(user_ids, item_ids, np.full(n, to_micros(at, "at")), np.zeros(n, np.int64))
+    absent = (np.zeros((n, vm.config.code_dim), np.float32), np.zeros(n, np.float32))
+    return vm_inputs(vm.config, version, base, {tier: absent for tier in TIERS})
+
+
+def select(run: HourRun, settings: Settings) -> Meta:
+    """Verifier scores with the pinned VM, then the top fraction (re-queued pairs forced)."""
+    from solaris.models.vm import VerticalModel, score
+    from solaris.tracking import registry
+
+    with timed({}) as meta:
+        stage = staging(settings, run)
+        pool = stage.read("pool").to_pandas()
+        registry.connect(settings)
+        vm = registry.load_vm(run.vm_version)
+        if not isinstance(vm, VerticalModel):
+            raise ValueError(f"solaris-vm version {run.vm_version} is not a SOLARIS vertical model")
+        users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
+        scores = score(vm, verifier_inputs(vm, run.embedding_version, users, items, run.interval_start))
+        chosen = select_top_fraction(pool.assign(score=scores), run.params.top_fraction, run.params.per_user_cap)
+        stage.write("selected", chosen)
+        meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum()), "shards": list(range(run.params.shards))}
+    return meta
+
+
+def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
+    """FM embeddings of one shard's selected pairs as of the hour, compressed by the pinned AE."""
+    from solaris.models.autoencoder import Autoencoder
+    from solaris.models.fm import FoundationModel
+    from solaris.precompute.embedding import embed_codes, history_index
+    from solaris.tracking import registry
+    from solaris.tracking.versions import check_ae_fm
+
+    if not 0 <= shard < run.params.shards:
+        raise ValueError(f"shard {shard} is outside 0..{run.params.shards - 1}")
+    with timed({"shard": shard}) as meta:
+        stage = staging(settings, run)
+        selected = stage.read("selected", columns=["user_id", "item_id", "score"])
+        mine = shard_of(selected["user_id"].to_numpy(), run.params.shards) == shard
+        rows = selected.filter(pa.array(mine))
+        registry.connect(settings)
+        fm, ae = registry.load_fm(run.fm_version), registry.load_ae(run.ae_version)
+        if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder):
+            raise ValueError(f"FM {run.fm_version} / AE {run.ae_version} are not SOLARIS models")
+        check_ae_fm(run.ae_version, ae.config.fm_version, run.fm_version)
+        users, items = rows["user_id"].to_numpy(), rows["item_id"].to_numpy()
+        index = history_index(event_log(settings), users, run.interval_start, run.params.history_hours)
+        codes = embed_codes(fm, ae, index, users, items, run.interval_start, run.params.batch_size, run.params.device)
+        table = rows.append_column("code", pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), run.code_dim))
+        meta["rows"] = stage.write(f"codes-{shard}", table)["rows"]
+    return meta
+
+
+def write_pairs(run: HourRun, settings: Settings) -> Meta:
+    """Every shard's codes to the code log, then to the store in one transaction, with the run's TTL."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        stage = staging(settings, run)
+        table = pa.concat_tables([stage.read(f"codes-{s}") for s in range(run.params.shards)])
+        users, items = table["user_id"].to_numpy(), table["item_id"].to_numpy()
+        scores = table["score"].to_numpy()
+        codes = pc.list_flatten(table["code"]).to_numpy().reshape(table.num_rows, run.code_dim)
+        code_log(settings, run).write_hour(run.interval_start, users, items, scores, codes)
+        meta["pairs_written"] = store.write_pair_embeddings(
+            run.run_key, run.embedding_version, users, items, codes, scores, run.interval_start, run.expires_at
+        )
+    return meta
+
+
+def aggregates(run: HourRun, settings: Settings) -> Meta:
+    """Each user's mean pair code over the trailing window, from the code log (the store's TTL is shorter)."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        start, window = run.interval_start, run.params.window_hours
+        codes = code_log(settings, run).read(start - timedelta(hours=window - 1), run.interval_end)
+        ids, means, counts = user_aggregates(codes.user_ids, codes.codes, codes.created_at, start, window)
+        meta["aggregates_written"] = store.write_user_aggregates(
+            run.run_key, run.embedding_version, ids, means, counts, window, start, run.expires_at
+        )
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(means.ravel()), run.code_dim)
+        staging(settings, run).write("aggregates", pa.table({"user_id": ids, "vector": vectors}))
+    return meta
+
+
+def neighbours(run: HourRun, settings: Settings) -> Meta:
+    """The user KNN table, recomputed for changed users (all users every ``knn_rebuild_hours``)."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        table = staging(settings, run).read("aggregates")
+        ids = table["user_id"].to_numpy()
+        vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), run.code_dim)
+        folder = knn_state_dir(settings, run)
+        previous = knn_state.load_before(folder, run.interval_start)
+        p = run.params
+        full = previous is None or previous.table.k != p.knn_k or (
+            run.interval_start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours)
+        )
+        if full:
+            built = build_neighbours(ids, vectors, p.knn_k, full_rebuild=True)
+            rows, built_at = built.user_ids, run.interval_start
+        else:
+            changed = changed_users(previous.user_ids, previous.vectors, ids, vectors)
+            built = build_neighbours(ids, vectors, p.knn_k, previous=previous.table, changed_user_ids=changed)
+            rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
+        part = built.rows(rows)
+        meta["neighbours_written"] = store.write_user_neighbours(
+            run.run_key, run.embedding_version, part.user_ids, part.neighbour_ids, part.similarities,
+            run.interval_start, run.interval_start + timedelta(hours=p.knn_rebuild_hours),
+        )  # fmt: skip
+        knn_state.save(folder, run.interval_start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
+        knn_state.prune(folder, run.interval_start - timedelta(hours=1))
+        meta |= {"knn_users": len(ids), "knn_rows_recomputed": len(rows), "knn_full_rebuild": int(full)}
+    return meta
+
+
+def _rewritten_rows(previous: NeighbourTable, built: NeighbourTable) -> np.ndarray:
+    """Users whose row is new or differs from last run's: only those go to the store."""
+    if not len(previous.user_ids):
+        return built.user_ids
+    pos = np.searchsorted(previous.user_ids, built.user_ids).clip(max=len(previous.user_ids) - 1)
+    same = previous.user_ids[pos] == built.user_ids
+    same &= (previous.neighbour_ids[pos] == built.neighbour_ids).all(axis=1)
+    same &= (previous.similarities[pos] == built.similarities).all(axis=1)
+    return built.user_ids[~same]
+
+
+def expire(run: HourRun, settings: Settings) -> Meta:
+    """Delete what expired by the hour's start (reads already ignore it; this reclaims the space)."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        meta |= {f"expired_{k}": v for k, v in store.expire(run.interval_start).items()}
+    return meta
+
+
+STEP_METAS = ("coverage", "candidates", "select", "write", "aggregates", "neighbours", "expire")
+
+
+def finish(
+    run: HourRun, settings: Settings, resolved: Meta, steps: Mapping[str, Meta], shards: list[Meta], finished_at: datetime
+) -> Meta:
+    """Close the run record (counts, seconds per step), log the run to MLflow, remove the staging."""
+    metas = {"resolve": resolved, **steps}
+    missing = sorted(set(STEP_METAS) - set(steps))
+    if missing:
+        raise ValueError(f"finish needs the metadata of step(s) {', '.join(missing)}")
+    timings = {name: float(m["seconds"]) for name, m in metas.items()}
+    timings["embed"] = float(sum(m["seconds"] for m in shards))
+    counts = {
+        k: int(v) for name, m in steps.items() if name != "coverage" for k, v in m.items()
+        if k not in ("seconds", "shards", "rows") and isinstance(v, int | np.integer)
+    }  # fmt: skip
+    counts["embedded"] = int(sum(m["rows"] for m in shards))
+    quality_figures = {k: float(v) for k, v in steps["coverage"].items() if k != "seconds"}
+    with open_configured_store(settings) as store:
+        store.finish_run(run.run_key, "succeeded", counts, timings, finished_at)
+    _log_to_mlflow(run, settings, counts, timings, quality_figures)
+    staging(settings, run).cleanup()
+    return {"run_key": run.run_key, "counts": counts, "timings": timings, "quality": quality_figures}
+
+
+def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:
+    """Mark the run record failed; its staging stays for the retry to reuse."""
+    with open_configured_store(settings) as store:
+        if store.get_run(run.run_key) is not None:
+            store.finish_run(run.run_key, "failed", {}, {}, finished_at)
+
+
+def _log_to_mlflow(
+    run: HourRun, settings: Settings, counts: Mapping[str, int], timings: Mapping[str, float], figures: Mapping[str, float]
+) -> None:
+    import mlflow
+
+    from solaris.tracking import registry
+
+    client = registry.connect(settings)
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-precompute"))
+    with mlflow.start_run(run_name=run.run_key):
+        mlflow.set_tags({"run_key": run.run_key, "embedding_version": run.embedding_version})
+        versions = {"fm_version": run.fm_version, "ae_version": run.ae_version, "vm_version": run.vm_version}
+        mlflow.log_params(versions | {k: str(v) for k, v in vars(run.params).items()})
+        mlflow.log_metrics(
+            {f"count_{k}": float(v) for k, v in counts.items()}
+            | {f"seconds_{k}": v for k, v in timings.items()}
+            | dict(figures)
+        )
+
+
+def hour_run(meta: Meta) -> HourRun:
+    return HourRun.from_xcom(meta["run"])
+

@@ -1,0 +1,112 @@
+"""What one hourly precompute run is: its target hour, its pinned model versions and its parameters.
+
+A run for a data interval ending at ``E`` precomputes for ``[floor_hour(E), +1 h)`` from data strictly before
+``floor_hour(E)``. The end is used, not the start, because Airflow 3's cron schedules and manual runs give
+``data_interval_start == data_interval_end``. The run key depends on the target hour alone, so a retry or a
+cleared rerun of the same hour writes the same store rows and the same staging paths.
+
+Everything here is plain JSON-able data: the DAG passes it between tasks through XCom.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from solaris.config import DEVICES
+from solaris.data.hourly import HOUR, floor_hour
+
+RUN_KEY_PREFIX = "solaris_precompute"
+
+
+@dataclass(frozen=True)
+class PrecomputeParams:
+    """The knobs a user may change per run (the DAG's trigger form holds the first five)."""
+
+    top_fraction: float = 0.2
+    ttl_hours: int = 4
+    shards: int = 2
+    batch_size: int = 4096
+    device: str = "auto"
+    per_user_cap: int = 50
+    window_hours: int = 24
+    knn_k: int = 10
+    # Unchanged users keep last run's neighbour row; every ``knn_rebuild_hours`` all rows are recomputed, so
+    # neighbour rows live that long.
+    knn_rebuild_hours: int = 24
+    # Impressions read for the FM's history and exposure counts (its longest count window is 72 h).
+    history_hours: int = 168
+
+    def __post_init__(self) -> None:
+        if not 0 < self.top_fraction <= 1:
+            raise ValueError(f"top_fraction must be in (0, 1], got {self.top_fraction}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device {self.device!r} is not one of {', '.join(DEVICES)}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (not isinstance(value, int | np.integer) or value < 1):
+                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> PrecomputeParams:
+        """From DAG params or XCom; unknown keys are an error naming them (a typo must not pass silently)."""
+        values = dict(values or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown precompute parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class HourRun:
+    run_key: str
+    interval_start: datetime
+    interval_end: datetime
+    fm_version: str
+    ae_version: str
+    vm_version: str
+    embedding_version: str
+    code_dim: int
+    params: PrecomputeParams
+
+    @property
+    def expires_at(self) -> datetime:
+        return self.interval_start + timedelta(hours=self.params.ttl_hours)
+
+    def as_xcom(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["interval_start"] = self.interval_start.isoformat()
+        data["interval_end"] = self.interval_end.isoformat()
+        return data
+
+    @classmethod
+    def from_xcom(cls, data: dict[str, Any]) -> HourRun:
+        data = dict(data)
+        data["interval_start"] = datetime.fromisoformat(data["interval_start"])
+        data["interval_end"] = datetime.fromisoformat(data["interval_end"])
+        data["params"] = PrecomputeParams.from_mapping(data["params"])
+        return cls(**data)
+
+
+def target_interval(data_interval_end: datetime) -> tuple[datetime, datetime]:
+    start = floor_hour(data_interval_end)
+    return start, start + HOUR
+
+
+def run_key(interval_start: datetime) -> str:
+    return f"{RUN_KEY_PREFIX}__{floor_hour(interval_start):%Y-%m-%dT%H}"
+
+
+def shard_of(user_ids: np.ndarray, shards: int) -> np.ndarray:
+    """Shard per user: a fixed 64-bit mix of the id (splitmix64's finaliser), the same in every process,
+    unlike Python's ``hash``, and spread evenly even when ids are consecutive."""
+    x = np.asarray(user_ids, dtype=np.int64).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return (x % np.uint64(shards)).astype(np.int64)
