@@ -6,6 +6,8 @@ One module-scoped run of ``train_all`` is shared by every test here (about a min
 from __future__ import annotations
 
 import copy
+import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 import torch
 from mlflow import MlflowClient
 
+from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.models.training import FitConfig
@@ -60,7 +63,8 @@ def test_champion_vm_from_the_registry_scores_like_the_in_process_one(
     )
     data = build_vm_data(world.log, world.split.eval, world.index, teacher)
     loaded = mlflow.pytorch.load_model(f"models:/{VM_MODEL}@{CHAMPION}", map_location="cpu")
-    np.testing.assert_allclose(score(loaded, data.matrix(loaded.config)), score(served.model, data.matrix(served.model.config)), rtol=1e-6)
+    in_process = score(served.model, data.matrix(served.model.config))
+    np.testing.assert_allclose(score(loaded, data.matrix(loaded.config)), in_process, rtol=1e-6)
     assert vm_eval(loaded, data)["ne"] == pytest.approx(served.metrics["ne"], rel=1e-6)
 
 
@@ -119,11 +123,32 @@ def test_a_worse_challenger_is_not_promoted(
 def test_mismatched_versions_raise_naming_both(trained: tuple[Settings, World, TrainReport]) -> None:
     _, world, report = trained
     fm, ae = report.fm, report.ae
-    with pytest.raises(VersionMismatch, match=f"AE version {ae.version} compresses FM version {fm.version}, not FM version 99"):
+    message = f"AE version {ae.version} compresses FM version {fm.version}, not FM version 99"
+    with pytest.raises(VersionMismatch, match=message):
         Teacher(fm.model, ae.model, "99", ae.version, "cpu")
     teacher = Teacher(fm.model, ae.model, fm.version, ae.version, "cpu")
     data = build_vm_data(world.log, world.split.eval, world.index, teacher)
     vm = report.vms["solaris"].model
     other = replace(vm.config, embedding_version="fm99-ae98-d32")
-    with pytest.raises(VersionMismatch, match=f"expects embedding version fm99-ae98-d32, got embeddings of version fm{fm.version}-ae{ae.version}-d32"):
+    message = f"expects embedding version fm99-ae98-d32, got embeddings of version fm{fm.version}-ae{ae.version}-d32"
+    with pytest.raises(VersionMismatch, match=message):
         data.matrix(other)
+
+
+def test_cli_trains_a_vm_on_the_challenger_embeddings(
+    trained: tuple[Settings, World, TrainReport],
+    client: MlflowClient,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings, _, report = trained
+    for key in [k for k in os.environ if k.startswith("SOLARIS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SOLARIS_HOME", str(settings.home))
+    argv = ["train", "vm", "--variant", "solaris", "--name", "tiny", "--epochs", "1", "--threads", "1"]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed["model"] == "solaris-vm (solaris)"
+    tags = client.get_model_version(VM_MODEL, printed["version"]).tags
+    assert tags["embedding_version"] == f"fm{report.fm.version}-ae{report.ae.version}-d32"
+    assert str(client.get_model_version_by_alias(VM_MODEL, CHALLENGER).version) == printed["version"]
