@@ -42,7 +42,6 @@ class FitConfig:
     progress: bool = True
     threads: int | None = None  # torch intra-op threads; 1 beats 2 on a shared 2-core machine
 
-
     def as_params(self) -> dict[str, object]:
         return asdict(self)
 
