@@ -177,7 +177,7 @@ def select(run: HourRun, settings: Settings) -> Meta:
         scores = score(vm, verifier_inputs(vm, run.embedding_version, users, items, run.interval_start))
         chosen = select_top_fraction(pool.assign(score=scores), run.params.top_fraction, run.params.per_user_cap)
         stage.write("selected", chosen)
-        meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum()), "shards": list(range(run.params.shards))}
+        meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum())}
     return meta
 
 
@@ -301,7 +301,7 @@ def finish(
     timings["embed"] = float(sum(m["seconds"] for m in shards))
     counts = {
         k: int(v) for name, m in steps.items() if name != "coverage" for k, v in m.items()
-        if k not in ("seconds", "shards", "rows") and isinstance(v, int | np.integer)
+        if k not in ("seconds", "rows") and isinstance(v, int | np.integer)
     }  # fmt: skip
     counts["embedded"] = int(sum(m["rows"] for m in shards))
     quality_figures = {k: float(v) for k, v in steps["coverage"].items() if k != "seconds"}

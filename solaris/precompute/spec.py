@@ -11,7 +11,7 @@ Everything here is plain JSON-able data: the DAG passes it between tasks through
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -93,7 +93,9 @@ class HourRun:
 
 
 def target_interval(data_interval_end: datetime) -> tuple[datetime, datetime]:
-    start = floor_hour(data_interval_end)
+    """The hour to precompute for, as plain UTC datetimes (Airflow hands over pendulum ones)."""
+    hour = floor_hour(data_interval_end)
+    start = datetime(hour.year, hour.month, hour.day, hour.hour, tzinfo=UTC)
     return start, start + HOUR
 
 
