@@ -1,0 +1,81 @@
+"""
+### solaris_train: FM → AE → VM variants → promotion gate
+
+Trains the foundation model on the world's FM span, the autoencoder on its embeddings, every vertical-model
+variant on features as they would have been served, then runs the promotion gate: the served VM variant's
+chain (FM, AE, VM) becomes `@champion` only if it beats the current champion's NE on the same evaluation
+hours. Each task registers its model in MLflow and passes on only version numbers.
+
+Runs daily and on demand (trigger it from the UI after new data lands). Its Assets name the three
+champions; `solaris_precompute` reads the VM champion's asset as its inlet and resolves the chain from it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import Asset, Param, dag, task
+
+FM_CHAMPION = Asset(name="solaris_fm_champion", uri="x-solaris://mlflow/solaris-fm/champion")
+AE_CHAMPION = Asset(name="solaris_ae_champion", uri="x-solaris://mlflow/solaris-ae/champion")
+VM_CHAMPION = Asset(name="solaris_vm_champion", uri="x-solaris://mlflow/solaris-vm/champion")
+
+
+def _context(params: dict[str, Any]) -> tuple[Any, Any]:
+    from solaris.config import Settings
+    from solaris.tracking import steps
+
+    settings = Settings.from_env()
+    return settings, steps.plan(settings, int(params["epochs"]), int(params["seed"]))
+
+
+@dag(
+    dag_id="solaris_train",
+    schedule="@daily",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 1, "retry_delay": timedelta(minutes=5)},
+    tags=["solaris", "training", "mlflow"],
+    doc_md=__doc__,
+    params={
+        "epochs": Param(6, type="integer", minimum=1, maximum=100, description="maximum epochs per model"),
+        "seed": Param(0, type="integer", minimum=0, description="training seed"),
+    },
+)
+def solaris_train() -> None:
+    @task
+    def train_fm(params: dict[str, Any] | None = None) -> dict[str, Any]:
+        from solaris.tracking import steps
+
+        return steps.train_fm(*_context(params or {}))
+
+    @task
+    def train_ae(fm: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+        from solaris.tracking import steps
+
+        return steps.train_ae(*_context(params or {}), fm["fm_version"])
+
+    @task
+    def train_vms(ae: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+        from solaris.tracking import steps
+
+        return steps.train_vms(*_context(params or {}), ae["ae_version"])
+
+    @task(outlets=[FM_CHAMPION, AE_CHAMPION, VM_CHAMPION])
+    def promote(
+        fm: dict[str, Any], ae: dict[str, Any], vms: dict[str, Any], params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        from solaris.tracking import steps
+
+        return steps.gate(*_context(params or {}), fm["fm_version"], ae["ae_version"], vms)
+
+    fm = train_fm()
+    ae = train_ae(fm)
+    vms = train_vms(ae)
+    promote(fm, ae, vms)
+
+
+solaris_train()

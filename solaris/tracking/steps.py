@@ -1,0 +1,78 @@
+"""The training chain cut into steps that pass only registered versions, for the ``solaris_train`` DAG.
+
+:func:`solaris.tracking.jobs.train_all` runs the chain in one process with the models in memory; a DAG's
+tasks may run on different workers, so each step here reloads what it needs from the MLflow registry by
+version and returns a small JSON-able dict for XCom.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solaris.config import Settings
+from solaris.models.training import FitConfig
+from solaris.tracking import registry
+from solaris.tracking.gate import promotion_gate
+from solaris.tracking.jobs import (
+    TrainPlan,
+    World,
+    champion_ne,
+    registered,
+    registered_teacher,
+    train_ae_job,
+    train_fm_job,
+    train_vm_job,
+    vm_data,
+)
+from solaris.tracking.registry import AE_MODEL, FM_MODEL, VM_MODEL, PinnedVersions
+
+
+def plan(settings: Settings, epochs: int, seed: int) -> TrainPlan:
+    return TrainPlan(fit=FitConfig(epochs=epochs, seed=seed, progress=False, threads=1), device=settings.device)
+
+
+def _world(settings: Settings, chosen: TrainPlan) -> World:
+    return World.open(settings.world_dir(), chosen.fractions)
+
+
+def train_fm(settings: Settings, chosen: TrainPlan) -> dict[str, Any]:
+    trained = train_fm_job(registry.connect(settings), settings, _world(settings, chosen), chosen)
+    return {"fm_version": trained.version, "ne": trained.metrics["ne"]}
+
+
+def train_ae(settings: Settings, chosen: TrainPlan, fm_version: str) -> dict[str, Any]:
+    client = registry.connect(settings)
+    fm = registered(client, FM_MODEL, fm_version)
+    trained = train_ae_job(client, settings, _world(settings, chosen), fm, chosen)
+    return {"ae_version": trained.version, "reconstruction_error": trained.metrics["reconstruction_error"]}
+
+
+def train_vms(settings: Settings, chosen: TrainPlan, ae_version: str) -> dict[str, Any]:
+    """Every VM variant on one teacher pass; the served variant's version and NE go to the gate."""
+    client = registry.connect(settings)
+    world = _world(settings, chosen)
+    data = vm_data(world, registered_teacher(client, ae_version, chosen.device))
+    versions = {v: train_vm_job(client, settings, world, data, v, chosen) for v in chosen.variants}
+    served = versions[chosen.serve_variant]
+    return {
+        "vm_versions": {v: t.version for v, t in versions.items()},
+        "served_vm": served.version,
+        "served_ne": served.metrics["ne"],
+        "eval_hours": str(world.split.eval),
+    }
+
+
+def gate(settings: Settings, chosen: TrainPlan, fm_version: str, ae_version: str, vms: dict[str, Any]) -> dict[str, Any]:
+    """Promote FM, AE and the served VM together if the VM beats the champion on the same hours."""
+    client = registry.connect(settings)
+    ae_fm = client.get_model_version(AE_MODEL, ae_version).tags.get("fm_version")
+    if ae_fm != fm_version:
+        raise ValueError(f"{AE_MODEL} version {ae_version} compresses FM {ae_fm}, not FM {fm_version}")
+    embedding = client.get_model_version(VM_MODEL, vms["served_vm"]).tags["embedding_version"]
+    challenger = PinnedVersions(fm_version, ae_version, vms["served_vm"], embedding)
+    world = _world(settings, chosen)
+    decision = promotion_gate(
+        client, settings, challenger, vms["served_ne"], vms["eval_hours"],
+        lambda champion: champion_ne(world, champion, chosen.device),
+    )  # fmt: skip
+    return {"promoted": decision.promoted, "reason": decision.reason, "embedding_version": embedding}
