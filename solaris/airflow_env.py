@@ -51,13 +51,15 @@ def _airflow(args: list[str], env: dict[str, str]) -> None:
 def bootstrap(settings: Settings, metadata_url: str | None = None) -> dict[str, str]:
     """Point this process at Airflow (before it is imported), migrate the metadata DB, create the gpu pool.
 
-    Both commands are idempotent (about 5 s each on SQLite), so calling this again is safe.
+    Only the ``AIRFLOW*`` variables enter this process's environment (its settings are already loaded); the
+    returned environment, settings included, is for child processes. Both commands are idempotent (about
+    5 s each on SQLite), so calling this again is safe.
     """
     if "airflow" in sys.modules and os.environ.get("AIRFLOW_HOME") != str(settings.airflow_home):
         raise RuntimeError("airflow was imported before bootstrap(); its configuration is already fixed")
     env = airflow_env(settings, metadata_url)
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    os.environ.update(env)
+    os.environ.update({k: v for k, v in env.items() if k.startswith("AIRFLOW")})
     _airflow(["db", "migrate"], env)
     _airflow(["pools", "set", GPU_POOL, str(GPU_POOL_SLOTS), "FM embedding shards (one per GPU)"], env)
     return env

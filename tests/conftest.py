@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated SOLARIS_HOME per test, and a PostgreSQL database per test session.
+"""Shared fixtures: an isolated SOLARIS_HOME per test, a PostgreSQL database per test session, and one model
+set trained on the tiny world per session.
 
 PostgreSQL tests are marked ``postgres``. Outside CI they skip when the server is unreachable; under
 ``CI=true`` they fail instead, so a CI run can never pass without having exercised PostgreSQL.
@@ -10,10 +11,14 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from solaris.config import Settings
+
+if TYPE_CHECKING:
+    from solaris.tracking.jobs import TrainReport, World
 
 PG_ADMIN_URL = os.environ.get("SOLARIS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
@@ -49,6 +54,24 @@ def pg_url() -> Iterator[str]:
             yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, TrainReport]:
+    """``train_all`` on the tiny world, registered in its own MLflow store; FM, AE and VM are @champion.
+
+    Tests that move aliases must put them back: the tracking, precompute and DAG tests all share it.
+    """
+    from solaris.data.synthetic import PRESETS, generate_world
+    from solaris.models.training import FitConfig
+    from solaris.tracking.jobs import TrainPlan, World, train_all
+
+    home = tmp_path_factory.mktemp("solaris")
+    settings = Settings.from_env({"SOLARIS_HOME": str(home)})
+    generate_world(PRESETS["tiny"].with_seed(0), settings.world_dir("tiny"), overwrite=True, progress=False)
+    plan = TrainPlan(fit=FitConfig(progress=False, threads=1))
+    report = train_all(settings, settings.world_dir("tiny"), plan)
+    return settings, World.open(settings.world_dir("tiny"), plan.fractions), report
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

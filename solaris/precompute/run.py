@@ -28,11 +28,15 @@ def run_hour(
     *,
     clock: Clock = wall_clock,
 ) -> dict[str, Any]:
-    """Precompute for ``[floor_hour(data_interval_end), +1 h)``; returns what the DAG's last task returns.
+    """Precompute for ``[floor_hour(data_interval_end), +1 h)``; returns what the DAG's last task returns."""
+    return run_resolved(settings, nodes.resolve(settings, data_interval_end, params, clock()), clock=clock)
+
+
+def run_resolved(settings: Settings, resolved: dict[str, Any], *, clock: Clock = wall_clock) -> dict[str, Any]:
+    """Every step after ``resolve``, with the versions it pinned.
 
     A failure marks the run record failed and re-raises; the staging stays, as it does for an Airflow retry.
     """
-    resolved = nodes.resolve(settings, data_interval_end, params, clock())
     run = nodes.hour_run(resolved)
     try:
         steps = {

@@ -1,6 +1,7 @@
 """The whole training chain on the tiny world, then the registry as the precompute and the ranker see it.
 
-One module-scoped run of ``train_all`` is shared by every test here (about a minute on 2 cores).
+One session-wide run of ``train_all`` (the ``trained`` fixture in tests/conftest.py, about a minute on 2
+cores) is shared by every test here and by the precompute and DAG tests.
 """
 
 from __future__ import annotations
@@ -19,25 +20,13 @@ from mlflow import MlflowClient
 
 from solaris.cli import main
 from solaris.config import Settings
-from solaris.data.synthetic import PRESETS, generate_world
-from solaris.models.training import FitConfig
 from solaris.models.vm import score
 from solaris.models.vm_data import Teacher, build_vm_data
 from solaris.tracking import registry
 from solaris.tracking.gate import promotion_gate
-from solaris.tracking.jobs import TrainPlan, TrainReport, World, champion_ne, register_vm, train_all, vm_eval
+from solaris.tracking.jobs import TrainReport, World, champion_ne, register_vm, vm_eval
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
 from solaris.tracking.versions import VersionMismatch
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, TrainReport]:
-    home = tmp_path_factory.mktemp("solaris")
-    settings = Settings.from_env({"SOLARIS_HOME": str(home)})
-    generate_world(PRESETS["tiny"].with_seed(0), settings.world_dir("tiny"), overwrite=True, progress=False)
-    plan = TrainPlan(fit=FitConfig(progress=False, threads=1))
-    report = train_all(settings, settings.world_dir("tiny"), plan)
-    return settings, World.open(settings.world_dir("tiny"), plan.fractions), report
 
 
 @pytest.fixture

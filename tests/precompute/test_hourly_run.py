@@ -1,0 +1,117 @@
+"""The hourly precompute run end to end without Airflow (``run_hour``), on the session's tiny-world models."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.precompute import nodes
+from solaris.precompute.run import run_hour, run_resolved
+from solaris.store import open_store
+from solaris.tracking import registry
+from solaris.tracking.jobs import TrainReport, World
+from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.versions import embedding_version
+
+from precompute_env import precompute_settings
+from store_state import store_checksum
+
+PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
+FIRST_HOUR = timedelta(hours=30)  # the tiny world has 48 hours; a day of history before the first run
+
+
+def fixed_clock() -> datetime:
+    return datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def run_settings(
+    request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
+) -> Settings:
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url") + f"?schema=run_{tmp_path.name.lower().replace('-', '_')[-40:]}"
+    return precompute_settings(trained[0], tmp_path, url)
+
+
+def test_rerunning_an_hour_leaves_the_store_identical(run_settings: Settings) -> None:
+    start = EventLog(run_settings.world_dir()).start + FIRST_HOUR
+    run_hour(run_settings, start, PARAMS, clock=fixed_clock)
+    second = run_hour(run_settings, start + timedelta(hours=1), PARAMS, clock=fixed_clock)
+    before = store_checksum(run_settings.store_url)
+
+    again = run_hour(run_settings, start + timedelta(hours=1), PARAMS, clock=fixed_clock)
+
+    assert store_checksum(run_settings.store_url) == before
+    assert again["counts"] == second["counts"]
+    # The rerun faced real decisions: pairs kept fresh by the first hour, and misses to re-queue.
+    assert second["counts"]["still_fresh"] > 0 and second["counts"]["requeued"] > 0
+    assert before["pair_embeddings"][0] > second["counts"]["pairs_written"] > 0
+
+
+def _copy_chain(client: MlflowClient, settings: Settings, world: World, report: TrainReport) -> PinnedVersions:
+    """Register copies of the trained FM, AE and served VM as a new chain (what a retraining would add)."""
+    fm, ae = report.fm.model, copy.deepcopy(report.ae.model)
+    vm = copy.deepcopy(report.vms["solaris"].model)
+    sample = world.log.impressions(world.split.eval.start, world.split.eval.end).slice(0, 5)
+    from solaris.models.features import fm_matrix
+
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
+    with mlflow.start_run():
+        fm_example = fm_matrix(sample, world.index, fm.config.history)
+        fm_version = registry.log_model(client, fm, FM_MODEL, fm.config.columns(), fm_example, {"role": "fm"})
+        ae.config = replace(ae.config, fm_version=fm_version)
+        ae_example = np.random.default_rng(0).normal(size=(5, ae.config.input_dim))
+        ae_tags = {"role": "ae", "fm_version": fm_version}
+        ae_version = registry.log_model(client, ae, AE_MODEL, ae.config.columns(), ae_example, ae_tags)
+        emb = embedding_version(fm_version, ae_version, ae.config.code_dim)
+        vm.config = replace(vm.config, embedding_version=emb)
+        vm_example = np.zeros((5, len(vm.config.columns())))
+        vm_tags = {"role": "vm", "variant": "solaris", "embedding_version": emb}
+        vm_version = registry.log_model(client, vm, VM_MODEL, vm.config.columns(), vm_example, vm_tags)
+    return PinnedVersions(fm_version, ae_version, vm_version, emb)
+
+
+def _set_champions(client: MlflowClient, chain: PinnedVersions) -> None:
+    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (VM_MODEL, chain.vm)):
+        registry.set_alias(client, name, CHAMPION, version)
+
+
+def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
+    trained: tuple[Settings, World, TrainReport], tmp_path: Path
+) -> None:
+    _, world, report = trained
+    settings = precompute_settings(trained[0], tmp_path)
+    client = registry.connect(settings)
+    pinned = registry.resolve_champions(client)
+    resolved = nodes.resolve(settings, world.log.start + FIRST_HOUR, PARAMS, fixed_clock())
+    new_chain = _copy_chain(client, settings, world, report)
+    _set_champions(client, new_chain)
+    try:
+        assert registry.resolve_champions(client) == new_chain != pinned
+        done = run_resolved(settings, resolved, clock=fixed_clock)
+    finally:
+        _set_champions(client, pinned)
+
+    run = nodes.hour_run(resolved)
+    assert (run.fm_version, run.ae_version, run.vm_version) == (pinned.fm, pinned.ae, pinned.vm)
+    with open_store(settings.store_url) as store:
+        record = store.get_run(run.run_key)
+        with store.engine.connect() as conn:
+            written = {
+                table: {r[0] for r in conn.exec_driver_sql(f"SELECT DISTINCT version_id FROM {table}")}
+                for table in ("pair_embeddings", "user_aggregates", "user_neighbours")
+            }
+    assert record is not None and record.status == "succeeded"
+    assert (record.fm_version, record.ae_version, record.vm_version) == (pinned.fm, pinned.ae, pinned.vm)
+    assert written == dict.fromkeys(written, {pinned.embedding_version})
+    assert done["counts"]["pairs_written"] > 0

@@ -1,0 +1,37 @@
+"""Settings for a test's precompute runs: its own data folder and store, the session's world and models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from solaris.config import Settings
+
+WORLD = "tiny"
+
+
+def precompute_settings(trained: Settings, home: Path, store_url: str | None = None) -> Settings:
+    """Staging, code log, KNN state and store under ``home``; world and MLflow shared with ``trained``.
+
+    The world is linked, not copied: runs only read it.
+    """
+    data_dir = home / "var"
+    (data_dir / "worlds").mkdir(parents=True)
+    os.symlink(trained.world_dir(WORLD), data_dir / "worlds" / WORLD)
+    return trained.with_overrides(
+        home=home,
+        data_dir=data_dir,
+        store_url=store_url or f"sqlite:///{data_dir / 'feature_store.db'}",
+        world=WORLD,
+        device="cpu",
+    )
+
+
+def export(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``settings`` what ``Settings.from_env()`` returns in this process (Airflow tasks read it)."""
+    for key in [k for k in os.environ if k.startswith("SOLARIS_") and k != "SOLARIS_TEST_PG_URL"]:
+        monkeypatch.delenv(key)
+    for key, value in settings.as_env().items():
+        monkeypatch.setenv(key, value)
