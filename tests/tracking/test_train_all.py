@@ -104,9 +104,9 @@ def test_a_worse_challenger_is_not_promoted(
     assert registry.resolve_champions(client) == champion
     assert "does not beat" in client.get_model_version(VM_MODEL, version).tags["promotion"]
     gate_runs = client.search_runs(
-        [client.get_experiment_by_name("solaris-promotion").experiment_id], "tags.promoted = 'false'"
+        [client.get_experiment_by_name("solaris-promotion").experiment_id], f"params.challenger_vm = '{version}'"
     )
-    assert len(gate_runs) == 1
+    assert [r.data.tags["promoted"] for r in gate_runs] == ["false"]
 
 
 def test_mismatched_versions_raise_naming_both(trained: tuple[Settings, World, TrainReport]) -> None:
@@ -135,9 +135,13 @@ def test_cli_trains_a_vm_on_the_challenger_embeddings(
         monkeypatch.delenv(key)
     monkeypatch.setenv("SOLARIS_HOME", str(settings.home))
     argv = ["train", "vm", "--variant", "solaris", "--name", "tiny", "--epochs", "1", "--threads", "1"]
-    assert main([*argv, "--no-progress"]) == 0
-    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert printed["model"] == "solaris-vm (solaris)"
-    tags = client.get_model_version(VM_MODEL, printed["version"]).tags
-    assert tags["embedding_version"] == f"fm{report.fm.version}-ae{report.ae.version}-d32"
-    assert str(client.get_model_version_by_alias(VM_MODEL, CHALLENGER).version) == printed["version"]
+    before = str(client.get_model_version_by_alias(VM_MODEL, CHALLENGER).version)
+    try:
+        assert main([*argv, "--no-progress"]) == 0
+        printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert printed["model"] == "solaris-vm (solaris)"
+        tags = client.get_model_version(VM_MODEL, printed["version"]).tags
+        assert tags["embedding_version"] == f"fm{report.fm.version}-ae{report.ae.version}-d32"
+        assert str(client.get_model_version_by_alias(VM_MODEL, CHALLENGER).version) == printed["version"]
+    finally:  # the trained set is shared by the whole session
+        registry.set_alias(client, VM_MODEL, CHALLENGER, before)
