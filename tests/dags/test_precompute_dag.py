@@ -1,0 +1,126 @@
+"""``solaris_precompute`` run through Airflow (``dag.test()``) on the tiny world, SQLite and PostgreSQL stores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.precompute.codelog import CodeLog
+from solaris.precompute.run import run_hour
+from solaris.precompute.spec import run_key
+from solaris.store import open_store
+from solaris.tracking import registry
+from solaris.tracking.jobs import TrainReport, World
+
+from precompute_env import export, precompute_settings
+from store_state import store_checksum
+
+CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}
+HOUR = timedelta(hours=30)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def dag_settings(
+    request: pytest.FixtureRequest,
+    trained: tuple[Settings, World, TrainReport],
+    airflow_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Settings:
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url") + f"?schema=dag_{tmp_path.name.lower().replace('-', '_')[-40:]}"
+    settings = precompute_settings(trained[0], tmp_path, url)
+    export(settings, monkeypatch)
+    return settings
+
+
+def _task_tries(dag_run: Any) -> dict[str, tuple[str, int]]:
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return {ti.task_id: (str(ti.state), ti.try_number) for ti in dag_run.get_task_instances(session=session)}
+
+
+def test_precompute_dag_runs_end_to_end(dagbag: Any, dag_settings: Settings) -> None:
+    settings = dag_settings
+    logical = EventLog(settings.world_dir()).start + HOUR + timedelta(minutes=20)  # any time in the hour
+    start = logical.replace(minute=0)
+    dag_run = dagbag.dags["solaris_precompute"].test(logical_date=logical, run_conf=CONF)
+
+    assert dag_run.state == "success", _task_tries(dag_run)
+    tries = _task_tries(dag_run)
+    assert tries["mark_failed"][0] == "skipped" and tries["finish"][0] == "success"
+    pinned = registry.resolve_champions(registry.connect(settings))
+    with open_store(settings.store_url) as store:
+        record = store.get_run(run_key(start))
+        assert record is not None and record.status == "succeeded"
+        assert (record.interval_start, record.interval_end) == (start, start + timedelta(hours=1))
+        assert (record.fm_version, record.ae_version, record.vm_version) == (pinned.fm, pinned.ae, pinned.vm)
+        assert record.counts["embedded"] == record.counts["pairs_written"] == record.counts["selected"] > 0
+        assert set(record.timings) >= {"resolve", "candidates", "select", "embed", "write", "neighbours", "expire"}
+        written = CodeLog(settings.data_dir / "precompute" / "codes", pinned.embedding_version, 32).read(
+            start, start + timedelta(hours=1)
+        )
+        assert len(written.user_ids) == record.counts["pairs_written"]
+        served = store.read_tiers_batch(pinned.embedding_version, written.user_ids, written.item_ids, start)
+    assert served.pair_mask.all() and served.user_agg_mask.all()
+    np.testing.assert_allclose(served.pair, written.codes, atol=2e-2 * np.abs(written.codes).max())
+    assert not any((settings.data_dir / "staging").iterdir()), "staging is removed after success"
+
+
+@pytest.fixture
+def failing_first_pair_write(dag_settings: Settings) -> Iterator[dict[str, Any]]:
+    """Once armed, fail the next transaction that inserts pair rows, after the insert ran; checksum the store
+    as a reader sees it at that moment, from a connection of its own."""
+    seen: dict[str, Any] = {"failures": 0, "armed": False}
+
+    def inject(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().startswith("INSERT INTO pair_embeddings") and seen["armed"]:
+            seen["armed"] = False
+            seen["failures"] += 1
+            seen["mid_write"] = store_checksum(dag_settings.store_url)
+            raise RuntimeError("injected failure in the pair write")
+
+    sa.event.listen(sa.Engine, "after_cursor_execute", inject)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(sa.Engine, "after_cursor_execute", inject)
+
+
+def test_a_failed_pair_write_is_invisible_and_its_retry_completes(
+    dagbag: Any, dag_settings: Settings, failing_first_pair_write: dict[str, Any]
+) -> None:
+    settings = dag_settings
+    first = EventLog(settings.world_dir()).start + HOUR
+    run_hour(settings, first, CONF, clock=lambda: datetime(2030, 1, 1, tzinfo=UTC))
+    previous = store_checksum(settings.store_url)
+    failing_first_pair_write["armed"] = True
+    dag = dagbag.dags["solaris_precompute"]
+    dag.task_dict["write_pairs"].retry_delay = timedelta(0)
+    try:
+        dag_run = dag.test(logical_date=first + timedelta(hours=1), run_conf=CONF)
+    finally:
+        dag.task_dict["write_pairs"].retry_delay = dag.default_args["retry_delay"]
+
+    assert failing_first_pair_write["failures"] == 1
+    mid_write = failing_first_pair_write["mid_write"]
+    # The run record moved to "running"; every table a reader serves from is as before.
+    assert {t: v for t, v in mid_write.items() if t != "precompute_runs"} == {
+        t: v for t, v in previous.items() if t != "precompute_runs"
+    }
+    assert dag_run.state == "success"
+    assert _task_tries(dag_run)["write_pairs"] == ("success", 2)
+    with open_store(settings.store_url) as store:
+        record = store.get_run(run_key(first + timedelta(hours=1)))
+    assert record is not None and record.status == "succeeded" and record.counts["pairs_written"] > 0
+    assert store_checksum(settings.store_url)["pair_embeddings"][0] > previous["pair_embeddings"][0]
