@@ -51,7 +51,9 @@ def _run(resolved: dict[str, Any]) -> Any:
     tags=["solaris", "precompute", "feature-store"],
     doc_md=__doc__,
     params={
-        "top_fraction": Param(0.2, type="number", minimum=0.01, maximum=1.0, description="share of candidates the FM embeds"),
+        "top_fraction": Param(
+            0.2, type="number", minimum=0.01, maximum=1.0, description="share of candidates the FM embeds"
+        ),
         "ttl_hours": Param(4, type="integer", minimum=1, maximum=48, description="hours a pair embedding stays fresh"),
         "shards": Param(2, type="integer", minimum=1, maximum=64, description="FM embedding tasks (mapped)"),
         "batch_size": Param(4096, type="integer", minimum=64, maximum=65536, description="pairs per FM forward"),
@@ -118,10 +120,15 @@ def solaris_precompute() -> None:
         return nodes.expire(_run(resolved), _settings())
 
     @task
-    def finish(resolved: dict[str, Any], steps: dict[str, dict[str, Any]], shards: list[dict[str, Any]]) -> dict[str, Any]:
+    def finish(
+        resolved: dict[str, Any], steps: dict[str, dict[str, Any]], shards: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         from solaris.precompute import nodes
 
-        return nodes.finish(_run(resolved), _settings(), resolved, steps, list(shards), datetime.now(UTC))
+        # Indexing the lazy sequence up to its length: iterating it probes one offset past the end, which
+        # Airflow logs as an error ("XCom not found").
+        metas = [shards[i] for i in range(len(shards))]
+        return nodes.finish(_run(resolved), _settings(), resolved, steps, metas, datetime.now(UTC))
 
     @task(trigger_rule="one_failed", retries=0)
     def mark_failed(resolved: dict[str, Any] | None) -> None:

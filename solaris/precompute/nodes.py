@@ -99,18 +99,19 @@ def resolve(
     from solaris.tracking import registry
     from solaris.tracking.versions import parse_embedding_version
 
-    t0 = time.perf_counter()
-    checked = PrecomputeParams.from_mapping(dict(params or {}))
-    start, end = target_interval(data_interval_end)
-    pinned = registry.resolve_champions(registry.connect(settings))
-    fm, ae, dim = parse_embedding_version(pinned.embedding_version)
-    run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked)
-    with open_configured_store(settings, init=True) as store:
-        version = store.register_embedding_version(fm, ae, dim, "float16", created_at=start)
-        if version != run.embedding_version:
-            raise ValueError(f"store version id {version!r} differs from the VM's embedding version {run.embedding_version!r}")
-        store.start_run(run.run_key, start, end, fm, ae, pinned.vm, version, started_at)
-    return {"run": run.as_xcom(), "seconds": round(time.perf_counter() - t0, 4)}
+    with timed({}) as meta:
+        checked = PrecomputeParams.from_mapping(dict(params or {}))
+        start, end = target_interval(data_interval_end)
+        pinned = registry.resolve_champions(registry.connect(settings))
+        fm, ae, dim = parse_embedding_version(pinned.embedding_version)
+        run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked)
+        with open_configured_store(settings, init=True) as store:
+            version = store.register_embedding_version(fm, ae, dim, "float16", created_at=start)
+            if version != run.embedding_version:
+                raise ValueError(f"store version {version!r} differs from the VM's {run.embedding_version!r}")
+            store.start_run(run.run_key, start, end, fm, ae, pinned.vm, version, started_at)
+        meta["run"] = run.as_xcom()
+    return meta
 
 
 def coverage(run: HourRun, settings: Settings) -> Meta:

@@ -1,0 +1,51 @@
+"""Per-hour figures of finished precompute runs, read back from MLflow, and their text table.
+
+The ``finish`` step logs each run to the ``solaris-precompute`` experiment, tagged with its run key; this is
+the reader for the main job's report (and anyone comparing runs without the MLflow UI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from solaris.config import Settings
+from solaris.tracking import registry
+
+EXPERIMENT = "solaris-precompute"
+COVERAGE = ("coverage_pair", "coverage_agg", "coverage_knn", "coverage_any", "hit_rate")
+COUNTS = ("count_pool", "count_selected", "count_pairs_written")
+STEPS = ("resolve", "coverage", "candidates", "select", "embed", "write", "aggregates", "neighbours", "expire")
+
+
+def run_metrics(settings: Settings, run_keys: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The latest logged metrics of each run key; a key never logged is an error naming it."""
+    client = registry.connect(settings)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        raise ValueError(f"no MLflow experiment {EXPERIMENT!r}: no precompute run has finished yet")
+    found = {}
+    for key in run_keys:
+        runs = client.search_runs(
+            [experiment.experiment_id], f"tags.run_key = '{key}'", order_by=["attributes.start_time DESC"], max_results=1
+        )
+        if not runs:
+            raise ValueError(f"precompute run {key!r} has no MLflow record; did it finish?")
+        found[key] = dict(runs[0].data.metrics)
+    return found
+
+
+def table(metrics: dict[str, dict[str, float]]) -> str:
+    """Two blocks: counts, coverage by tier of the hour before, hit rate; then seconds per step."""
+    head = ["run", *(c.removeprefix("count_") for c in COUNTS), *COVERAGE]
+    rows = [[key, *(f"{m.get(c, 0):.0f}" for c in COUNTS), *(f"{m.get(c, 0):.3f}" for c in COVERAGE)]
+            for key, m in metrics.items()]  # fmt: skip
+    steps = [["run", *STEPS, "total"]]
+    for key, m in metrics.items():
+        seconds = [m.get(f"seconds_{s}", 0.0) for s in STEPS]
+        steps.append([key, *(f"{s:.2f}" for s in seconds), f"{sum(seconds):.2f}"])
+    return _grid([head, *rows]) + "\n\nseconds per step\n" + _grid(steps)
+
+
+def _grid(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
