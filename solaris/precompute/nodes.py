@@ -6,10 +6,10 @@ returns a small JSON-able dict (counts and its ``seconds``) that travels on as X
 :mod:`.run` calls the same nodes without Airflow.
 
 Rerun contract: a rerun of an hour must decide exactly as its first attempt did, although the first attempt
-already wrote rows. Rows are created at the interval start and expire on hour boundaries, so the freshness
-checks look only at rows that were already fresh an instant before the run's hour (:func:`earlier_fresh`);
-the verifier scores without store features (they change as the run writes); everything else derives from
-the event log, the staged tables and the code log, all of which a rerun reproduces.
+already wrote rows. The freshness checks ignore the pairs the hour's own code log lists
+(:func:`earlier_fresh`), the verifier scores without store features (they change as the run writes), the KNN
+step starts from the state saved before the hour, and everything else derives from the event log and the
+staged tables, all of which a rerun reproduces.
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from solaris.data.eventlog import EventLog
 from solaris.enrichment.aggregates import changed_users, user_aggregates
 from solaris.enrichment.knn import NeighbourTable, build_neighbours
 from solaris.precompute import knn_state, quality
-from solaris.precompute.ranking import pair_keys
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
 from solaris.precompute.codelog import CodeLog
+from solaris.precompute.quality import INSTANT
+from solaris.precompute.ranking import pair_keys
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses, select_top_fraction
 from solaris.precompute.spec import HourRun, PrecomputeParams, run_key, shard_of, target_interval
 from solaris.precompute.staging import Staging
 from solaris.store import FeatureStore, open_configured_store
 
-INSTANT = timedelta(microseconds=1)
 Meta = dict[str, Any]
 
 
@@ -75,6 +75,7 @@ def earlier_fresh(store: FeatureStore, version: str, own_user_ids: np.ndarray, o
     A rerun must see the store as its first attempt did. The run writes only pairs with no fresh row at its
     start (see :func:`candidates`), so before the first attempt each pair it wrote was not fresh.
     """
+
     def fresh(user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
         mask = store.fresh_pairs(version, user_ids, item_ids, t)
         if len(own_user_ids):
@@ -291,7 +292,12 @@ STEP_METAS = ("coverage", "candidates", "select", "write", "aggregates", "neighb
 
 
 def finish(
-    run: HourRun, settings: Settings, resolved: Meta, steps: Mapping[str, Meta], shards: list[Meta], finished_at: datetime
+    run: HourRun,
+    settings: Settings,
+    resolved: Meta,
+    steps: Mapping[str, Meta],
+    shards: list[Meta],
+    finished_at: datetime,
 ) -> Meta:
     """Close the run record (counts, seconds per step), log the run to MLflow, remove the staging."""
     metas = {"resolve": resolved, **steps}
@@ -321,7 +327,11 @@ def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:
 
 
 def _log_to_mlflow(
-    run: HourRun, settings: Settings, counts: Mapping[str, int], timings: Mapping[str, float], figures: Mapping[str, float]
+    run: HourRun,
+    settings: Settings,
+    counts: Mapping[str, int],
+    timings: Mapping[str, float],
+    figures: Mapping[str, float],
 ) -> None:
     import mlflow
 

@@ -25,9 +25,8 @@ def run_metrics(settings: Settings, run_keys: Sequence[str]) -> dict[str, dict[s
         raise ValueError(f"no MLflow experiment {EXPERIMENT!r}: no precompute run has finished yet")
     found = {}
     for key in run_keys:
-        runs = client.search_runs(
-            [experiment.experiment_id], f"tags.run_key = '{key}'", order_by=["attributes.start_time DESC"], max_results=1
-        )
+        latest = ["attributes.start_time DESC"]
+        runs = client.search_runs([experiment.experiment_id], f"tags.run_key = '{key}'", order_by=latest, max_results=1)
         if not runs:
             raise ValueError(f"precompute run {key!r} has no MLflow record; did it finish?")
         found[key] = dict(runs[0].data.metrics)

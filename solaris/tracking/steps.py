@@ -62,7 +62,9 @@ def train_vms(settings: Settings, chosen: TrainPlan, ae_version: str) -> dict[st
     }
 
 
-def gate(settings: Settings, chosen: TrainPlan, fm_version: str, ae_version: str, vms: dict[str, Any]) -> dict[str, Any]:
+def gate(
+    settings: Settings, chosen: TrainPlan, fm_version: str, ae_version: str, vms: dict[str, Any]
+) -> dict[str, Any]:
     """Promote FM, AE and the served VM together if the VM beats the champion on the same hours."""
     client = registry.connect(settings)
     ae_fm = client.get_model_version(AE_MODEL, ae_version).tags.get("fm_version")
