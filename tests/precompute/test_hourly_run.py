@@ -14,6 +14,7 @@ from mlflow import MlflowClient
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
+from solaris.models.features import fm_matrix
 from solaris.precompute import nodes
 from solaris.precompute.run import run_hour, run_resolved
 from solaris.store import open_store
@@ -63,8 +64,6 @@ def _copy_chain(client: MlflowClient, settings: Settings, world: World, report: 
     fm, ae = report.fm.model, copy.deepcopy(report.ae.model)
     vm = copy.deepcopy(report.vms["solaris"].model)
     sample = world.log.impressions(world.split.eval.start, world.split.eval.end).slice(0, 5)
-    from solaris.models.features import fm_matrix
-
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
     with mlflow.start_run():
         fm_example = fm_matrix(sample, world.index, fm.config.history)
