@@ -5,6 +5,7 @@ Integer microseconds keep the TTL comparison exact on both backends (``expires_a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -38,7 +39,7 @@ def encode_vectors(vectors: np.ndarray, dtype: str) -> np.ndarray:
     return packed.view(f"V{packed.shape[1] * packed.itemsize}").ravel()
 
 
-def decode_vectors(blobs: list[bytes], dim: int, dtype: str) -> np.ndarray:
+def decode_vectors(blobs: Sequence[bytes], dim: int, dtype: str) -> np.ndarray:
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
     flat = np.frombuffer(b"".join(blobs), dtype=storage_dtype(dtype))

@@ -41,6 +41,11 @@ class PostgresFeatureStore(SqlFeatureStore):
                 conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
         super().init_schema()
 
+    def _open_reader(self) -> Any:
+        conn = super()._open_reader()
+        conn.autocommit = True  # a read is one statement: no BEGIN / ROLLBACK round trips
+        return conn
+
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
         return {"users": index.users.tolist(), "items": index.items.tolist()}
 

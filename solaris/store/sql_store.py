@@ -1,7 +1,8 @@
 """What both SQL backends share: versions, reads, runs and stats through the dialect's SQL files.
 
-Statements go to the driver as written in ``sql/<dialect>/`` (``exec_driver_sql``: no SQL compilation on
-the serving path). Backends supply how a batch of keys is passed (JSON on SQLite, arrays on PostgreSQL)
+Statements go to the driver as written in ``sql/<dialect>/`` (``exec_driver_sql``: no SQL compilation); the
+serving read skips SQLAlchemy altogether and runs one statement on a long-lived driver connection
+(:mod:`solaris.store.readers`). Backends supply how a batch of keys is passed (JSON on SQLite, arrays on PostgreSQL)
 and how bulk writes and expiry run.
 """
 
@@ -26,8 +27,9 @@ from solaris.store.base import (
     TableStats,
     TierBatchRead,
 )
-from solaris.store.codec import MICROS_PER_HOUR, VECTOR_DTYPES, decode_vectors, from_micros, to_micros
-from solaris.store.combine import PairIndex, scatter, weighted_mean
+from solaris.store.codec import MICROS_PER_HOUR, VECTOR_DTYPES, from_micros, to_micros
+from solaris.store.combine import PairIndex, assemble
+from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
 
 EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours")
@@ -55,6 +57,7 @@ class SqlFeatureStore(FeatureStore):
         self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         # Versions never change once registered, so the serving path looks each one up once.
         self._versions: dict[str, EmbeddingVersion] = {}
+        self._readers = ReaderConnections(self._open_reader)
 
     @property
     def engine(self) -> Engine:
@@ -62,6 +65,13 @@ class SqlFeatureStore(FeatureStore):
 
     def _sql(self, name: str) -> str:
         return load_sql(self.dialect, name)
+
+    def _open_reader(self) -> Any:
+        """A driver connection set up like the engine's (its connect hooks ran) but outside its pool."""
+        proxied = self._engine.raw_connection()
+        driver = proxied.driver_connection  # detach() unlinks it from the proxy
+        proxied.detach()
+        return driver
 
     def _rows(self, conn: Connection, name: str, params: Mapping[str, Any]) -> list[tuple]:
         return [tuple(r) for r in conn.exec_driver_sql(self._sql(name), dict(params)).all()]
@@ -80,6 +90,7 @@ class SqlFeatureStore(FeatureStore):
                 conn.exec_driver_sql(statement)
 
     def close(self) -> None:
+        self._readers.close()
         self._engine.dispose()
 
     # -- versions ---------------------------------------------------------------------------------------
@@ -182,32 +193,10 @@ class SqlFeatureStore(FeatureStore):
     ) -> TierBatchRead:
         ver = self.get_embedding_version(version)
         index = self._request(user_ids, item_ids)
-        base = {"version": version, "t": to_micros(t, "t")}
-        pairs = self._pairs_param(index)
-        with self._reader.connect() as conn:
-            pair_rows = self._rows(conn, "read_pairs", base | pairs)
-            agg_rows = self._rows(conn, "read_user_aggregates", base | self._users_param(index.users))
-            knn_rows = self._rows(conn, "read_knn", base | pairs)
-        size = len(index.codes)
-
-        def decode(rows: list[tuple], column: int) -> np.ndarray:
-            return decode_vectors([r[column] for r in rows], ver.dim, ver.dtype)
-
-        def column(rows: list[tuple], k: int, dtype: type = np.int64) -> np.ndarray:
-            return np.fromiter((r[k] for r in rows), dtype=dtype, count=len(rows))
-
-        keep, at = index.locate(column(pair_rows, 0), column(pair_rows, 1))
-        pair, pair_mask = scatter(at, decode(pair_rows, 2)[keep], size)
-        user_agg, user_mask = scatter(
-            np.searchsorted(index.users, column(agg_rows, 0)), decode(agg_rows, 1), len(index.users)
-        )
-        keep, at = index.locate(column(knn_rows, 0), column(knn_rows, 1))
-        knn, knn_mask = weighted_mean(at, column(knn_rows, 2, np.float64)[keep], decode(knn_rows, 3)[keep], size)
-        row = index.inverse
-        row_user = index.user_rank[row]
-        return TierBatchRead(
-            pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row]
-        )
+        params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
+        with self._readers.connection() as conn:
+            rows = conn.execute(self._sql("read_tiers"), params).fetchall()
+        return assemble(index, rows, ver.dim, ver.dtype)
 
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
         self.get_embedding_version(version)

@@ -1,4 +1,4 @@
--- Same access path as read_pairs.sql, without the vectors.
+-- Same access path as the pair tier of read_tiers.sql, without the vectors.
 SELECT u.user_id, p.item_id
 FROM unnest(%(users)s::bigint[]) AS u (user_id)
 CROSS JOIN LATERAL (
