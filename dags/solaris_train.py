@@ -64,7 +64,7 @@ def solaris_train() -> None:
 
         return steps.train_vms(*_context(params or {}), ae["ae_version"])
 
-    @task(outlets=[FM_CHAMPION, AE_CHAMPION, VM_CHAMPION])
+    @task
     def promote(
         fm: dict[str, Any], ae: dict[str, Any], vms: dict[str, Any], params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
@@ -72,10 +72,19 @@ def solaris_train() -> None:
 
         return steps.gate(*_context(params or {}), fm["fm_version"], ae["ae_version"], vms)
 
+    @task(outlets=[FM_CHAMPION, AE_CHAMPION, VM_CHAMPION])
+    def announce(decision: dict[str, Any]) -> dict[str, Any]:
+        """Emit the champion Assets only when the champions really moved; a refused challenger is a skip."""
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        if not decision["promoted"]:
+            raise AirflowSkipException(f"challenger not promoted: {decision['reason']}")
+        return decision
+
     fm = train_fm()
     ae = train_ae(fm)
     vms = train_vms(ae)
-    promote(fm, ae, vms)
+    announce(promote(fm, ae, vms))
 
 
 solaris_train()

@@ -40,7 +40,7 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
     assert (shard.pool, shard.queue) == (GPU_POOL, "gpu")
     assert isinstance(shard, MappedOperator)
     assert {a.name for a in dag.task_dict["resolve"].inlets} == {"solaris_vm_champion"}
-    emitted = {a.name for a in dagbag.dags["solaris_train"].task_dict["promote"].outlets}
+    emitted = {a.name for a in dagbag.dags["solaris_train"].task_dict["announce"].outlets}
     assert "solaris_vm_champion" in emitted
 
 
