@@ -13,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection, create_engine, event
 
 from solaris.store import validate
 from solaris.store.base import StoreError
 from solaris.store.codec import MICROS_PER_HOUR
 from solaris.store.combine import PairIndex
 from solaris.store.config import PostgresStoreConfig
+from solaris.store.pgarrays import register_int8_arrays
 from solaris.store.pgcopy import binary_copy_payload
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 
@@ -32,6 +33,7 @@ class PostgresFeatureStore(SqlFeatureStore):
     def __init__(self, config: PostgresStoreConfig) -> None:
         connect_args = {"options": f"-csearch_path={config.schema}"} if config.schema else {}
         engine = create_engine(config.url, pool_size=config.pool_size, connect_args=connect_args)
+        event.listen(engine, "connect", lambda dbapi_conn, _record: register_int8_arrays(dbapi_conn))
         self._schema = config.schema
         super().__init__(engine)
 
@@ -44,13 +46,14 @@ class PostgresFeatureStore(SqlFeatureStore):
     def _open_reader(self) -> Any:
         conn = super()._open_reader()
         conn.autocommit = True  # a read is one statement: no BEGIN / ROLLBACK round trips
+        conn.execute(self._sql("read_session"))
         return conn
 
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
-        return {"users": index.users.tolist(), "items": index.items.tolist()}
+        return {"users": index.users, "items": index.items}  # bigint[] by Int8ArrayDumper
 
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
-        return {"users": users.tolist()}
+        return {"users": users}
 
     def _copy(self, conn: Connection, name: str, columns: list[tuple[str, np.ndarray]]) -> None:
         with conn.connection.driver_connection.cursor() as cur, cur.copy(self._sql(name)) as copy:
