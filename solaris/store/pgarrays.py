@@ -22,7 +22,8 @@ class Int8ArrayDumper(Dumper):
 
     def dump(self, obj: np.ndarray) -> bytes:
         if obj.ndim != 1 or (obj.size and obj.dtype.kind not in "iu"):
-            raise TypeError(f"a bigint[] parameter must be a 1-D integer array, got shape {obj.shape} dtype {obj.dtype}")
+            shape, dtype = obj.shape, obj.dtype
+            raise TypeError(f"a bigint[] parameter must be a 1-D integer array, got shape {shape} dtype {dtype}")
         if not len(obj):  # ndim 0 is PostgreSQL's empty array
             return np.array([0, 0, INT8_OID], dtype=">i4").tobytes()
         header = np.array([1, 0, INT8_OID, len(obj), 1], dtype=">i4")  # ndim, has nulls, element type, size, lower

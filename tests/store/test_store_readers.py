@@ -1,0 +1,87 @@
+"""The serving read's own driver connections (reuse, a failed read, closing) and numpy id arrays on PostgreSQL."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+import pytest
+from store_helpers import HOUR, T0, vecs
+
+from solaris.store import FeatureStore
+from solaris.store.pgarrays import register_int8_arrays
+from solaris.store.readers import ReaderConnections
+
+
+class FakeConnection:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def readers() -> tuple[ReaderConnections, list[FakeConnection]]:
+    opened: list[FakeConnection] = []
+
+    def connect() -> FakeConnection:
+        opened.append(FakeConnection())
+        return opened[-1]
+
+    return ReaderConnections(connect), opened
+
+
+def test_reads_in_turn_share_one_connection_and_concurrent_reads_do_not() -> None:
+    pool, opened = readers()
+    with pool.connection() as first:
+        pass
+    with pool.connection() as again, pool.connection() as concurrent:
+        assert again is first and concurrent is not first
+    assert len(opened) == 2 and not any(c.closed for c in opened)
+
+
+def test_a_failed_read_closes_its_connection_and_the_next_read_gets_a_new_one() -> None:
+    pool, _ = readers()
+    with pytest.raises(RuntimeError, match="socket"), pool.connection() as broken:
+        raise RuntimeError("socket closed")
+    assert broken.closed
+    with pool.connection() as fresh:
+        assert fresh is not broken and not fresh.closed
+
+
+def test_close_closes_idle_connections_now_and_one_in_flight_when_its_read_ends() -> None:
+    pool, _ = readers()
+    with pool.connection() as in_flight:
+        with pool.connection() as idle:
+            pass
+        pool.close()
+        assert idle.closed and not in_flight.closed
+    assert in_flight.closed
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "ids", [np.array([5, 2**40, 0]), np.arange(300, dtype=np.int32), np.array([], dtype=np.int64)],
+    ids=["mixed", "int32", "empty"],
+)
+def test_numpy_arrays_reach_postgresql_as_bigint_arrays(pg_url: str, ids: np.ndarray) -> None:
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
+        register_int8_arrays(conn)
+        assert conn.execute("SELECT %(ids)s::bigint[]", {"ids": ids}).fetchone() == (ids.tolist(),)
+        assert conn.execute("SELECT count(*) FROM unnest(%(ids)s::bigint[])", {"ids": ids}).fetchone() == (len(ids),)
+        with pytest.raises(TypeError, match="1-D integer array, got shape \\(2,\\) dtype float64"):
+            conn.execute("SELECT %(ids)s::bigint[]", {"ids": np.array([1.5, 2.0])})
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_reads_recover_after_the_server_drops_the_reader_connection(store: FeatureStore, version: str) -> None:
+    store.write_pair_embeddings("r", version, np.array([1]), np.array([10]), vecs(1), np.ones(1), T0, T0 + HOUR)
+    assert store.read_tiers(version, 1, np.array([10]), T0).pair_mask.tolist() == [True]
+    with store.engine.connect() as admin:  # type: ignore[attr-defined]
+        killed = admin.exec_driver_sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%%AS tier%%'"
+        ).all()
+    assert killed == [(True,)]
+    with pytest.raises(psycopg.OperationalError):
+        store.read_tiers(version, 1, np.array([10]), T0)
+    assert store.read_tiers(version, 1, np.array([10]), T0).pair_mask.tolist() == [True]
