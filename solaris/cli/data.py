@@ -67,11 +67,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def generate(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
-    from solaris.data.synthetic import PRESETS, generate_world
+    from solaris.data.synthetic import generate_world, preset
 
-    if args.preset not in PRESETS:
-        raise ValueError(f"--preset {args.preset!r}: choose one of {', '.join(PRESETS)}")
-    config = PRESETS[args.preset].with_seed(args.seed).with_overrides(
+    config = preset(args.preset).with_seed(args.seed).with_overrides(
         n_users=args.users,
         n_items=args.items,
         days=args.days,

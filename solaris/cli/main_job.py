@@ -26,15 +26,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
-    from solaris.data.synthetic import PRESETS, generate_world
+    from solaris.data.synthetic import generate_world, preset
 
-    if args.preset not in PRESETS:
-        raise ValueError(f"--preset {args.preset!r}: choose one of {', '.join(PRESETS)}")
     if args.hours < 1:
         raise ValueError(f"--hours must be at least 1, got {args.hours}")
     settings = get_settings()
     started = time.perf_counter()
-    log = generate_world(PRESETS[args.preset].with_seed(args.seed), settings.world_dir(), overwrite=True, progress=True)
+    log = generate_world(preset(args.preset).with_seed(args.seed), settings.world_dir(), overwrite=True, progress=True)
     print(json.dumps(log.summary(), indent=2))
     _train(settings)
     hours = [log.end - timedelta(hours=args.hours - i) for i in range(args.hours)]

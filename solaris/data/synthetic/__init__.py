@@ -4,7 +4,7 @@ It exists so the whole loop can be exercised without real logs, and so a sequenc
 small id-based model cannot learn: fatigue, category momentum and drift are functions of the user's history.
 """
 
-from solaris.data.synthetic.config import PRESETS, GroundTruth, WorldConfig
+from solaris.data.synthetic.config import PRESETS, GroundTruth, WorldConfig, preset
 from solaris.data.synthetic.world import generate_world
 
-__all__ = ["PRESETS", "GroundTruth", "WorldConfig", "generate_world"]
+__all__ = ["PRESETS", "GroundTruth", "WorldConfig", "generate_world", "preset"]

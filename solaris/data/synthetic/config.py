@@ -161,3 +161,10 @@ PRESETS: dict[str, WorldConfig] = {
         "large", n_users=100_000, n_items=20_000, days=14, requests_per_user_day=1.2, n_advertisers=1500
     ),
 }
+
+
+def preset(name: str) -> WorldConfig:
+    """A preset by name; an unknown name is an error listing the known ones."""
+    if name not in PRESETS:
+        raise ValueError(f"--preset {name!r}: choose one of {', '.join(PRESETS)}")
+    return PRESETS[name]
