@@ -1,5 +1,5 @@
-"""Shared fixtures: an isolated SOLARIS_HOME per test, a PostgreSQL database per test session, and one model
-set trained on the tiny world per session.
+"""Shared fixtures: an isolated SOLARIS_HOME per test, a PostgreSQL database per test session, a fresh store per
+call on either backend, and one model set trained on the tiny world per session.
 
 PostgreSQL tests are marked ``postgres``. Outside CI they skip when the server is unreachable; under
 ``CI=true`` they fail instead, so a CI run can never pass without having exercised PostgreSQL.
@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import sqlalchemy as sa
 
 from solaris.config import Settings
+from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
 
 if TYPE_CHECKING:
     from solaris.tracking.jobs import TrainReport, World
@@ -54,6 +56,38 @@ def pg_url() -> Iterator[str]:
             yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def make_store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], FeatureStore]]:
+    """Opens a new, empty, initialised store per call (the property test needs one per example)."""
+    opened: list[FeatureStore] = []
+    schemas: list[str] = []
+    pg_url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+
+    def make() -> FeatureStore:
+        if pg_url is None:
+            config = SqliteStoreConfig(tmp_path / f"store_{uuid.uuid4().hex[:8]}.db")
+        else:
+            schemas.append(f"t_{uuid.uuid4().hex[:12]}")
+            config = PostgresStoreConfig(pg_url, schema=schemas[-1], pool_size=12)
+        opened.append(open_store(config, init=True))
+        return opened[-1]
+
+    yield make
+    for store in opened:
+        store.close()
+    if schemas:
+        engine = sa.create_engine(pg_url)
+        with engine.begin() as conn:
+            for schema in schemas:
+                conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        engine.dispose()
 
 
 @pytest.fixture(scope="session")
