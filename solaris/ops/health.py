@@ -1,0 +1,61 @@
+"""Health of the stack's services over HTTP, and whether a port is free before a service claims it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Check:
+    """A URL that answers 200 when the service is up; for Airflow, also the component that must be healthy.
+
+    Airflow's ``/api/v2/monitor/health`` answers 200 while a component is down: the scheduler, triggerer and
+    dag-processor each count as healthy only when their heartbeat in the metadata DB is recent.
+    """
+
+    url: str
+    component: str | None = None
+
+    def passes(self, body: bytes) -> bool:
+        if self.component is None:
+            return True
+        try:
+            return json.loads(body)[self.component]["status"] == "healthy"
+        except (ValueError, KeyError, TypeError):
+            return False
+
+
+def probe(check: Check, timeout_s: float = 2.0) -> bool:
+    """One request: True when the answer is 200 and its body passes the check."""
+    try:
+        with urllib.request.urlopen(check.url, timeout=timeout_s) as answer:  # noqa: S310 (our own URLs)
+            return answer.status == 200 and check.passes(answer.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on ``host:port`` now; SO_REUSEADDR as uvicorn sets it, so a port left in
+    TIME_WAIT by a stopped stack counts as free and only a live listener makes it taken."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct ports the kernel considers free now (a later bind can still race another process)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

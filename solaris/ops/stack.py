@@ -1,0 +1,276 @@
+"""The local stack without Docker: Airflow 3 (api-server, scheduler, dag-processor, triggerer), the MLflow
+tracking server and the ranker, each a managed process on localhost.
+
+Not ``airflow standalone``: it cannot be stopped cleanly (SIGTERM orphans its children). Each service runs
+in its own session; pids, start times and logs live under ``<data_dir>/stack`` so ``down`` and ``status``
+work from any later shell.
+
+One tracking store, one writer: the MLflow server owns the settings' tracking database, and the Airflow
+tasks and the ranker reach it through the server's URL (``SOLARIS_MLFLOW_TRACKING_URI`` is overridden in
+their environment), as they do under docker-compose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from solaris.airflow_env import bootstrap
+from solaris.config import Settings
+from solaris.ops import health, metadata, mlflow_server, procs
+from solaris.ops.health import Check
+
+AIRFLOW_USER = "admin"
+AIRFLOW_COMPONENTS = {
+    "airflow-api-server": ("api-server", "metadatabase"),
+    "airflow-scheduler": ("scheduler", "scheduler"),
+    "airflow-dag-processor": ("dag-processor", "dag_processor"),
+    "airflow-triggerer": ("triggerer", "triggerer"),
+}
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Ports, the Airflow metadata DB choice and timeouts; the defaults are a developer's machine."""
+
+    host: str = "127.0.0.1"
+    airflow_port: int = 8080
+    mlflow_port: int = 5000
+    ranker_port: int = 8000
+    metadata_url: str | None = None  # an explicit Airflow metadata URL wins over the choice below
+    postgres_admin_url: str | None = metadata.DEFAULT_ADMIN_URL  # None: SQLite without trying PostgreSQL
+    airflow_database: str = metadata.DEFAULT_DATABASE
+    start_timeout_s: float = 300.0
+    stop_timeout_s: float = 30.0
+
+    def ports(self) -> dict[str, int]:
+        return {"airflow": self.airflow_port, "mlflow": self.mlflow_port, "ranker": self.ranker_port}
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    check: Check
+
+
+@dataclass
+class StackState:
+    """What ``up`` started, persisted for ``down`` and ``status``."""
+
+    urls: dict[str, str]
+    metadata_url: str
+    password_file: str
+    procs: list[procs.Proc]
+    checks: dict[str, Check] = field(default_factory=dict)
+
+    def save(self, path: Path) -> None:
+        body = asdict(self) | {"procs": [asdict(p) | {"log": str(p.log)} for p in self.procs]}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body, indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> StackState | None:
+        if not path.is_file():
+            return None
+        body = json.loads(path.read_text())
+        return cls(
+            urls=body["urls"],
+            metadata_url=body["metadata_url"],
+            password_file=body["password_file"],
+            procs=[procs.Proc(p["name"], p["pid"], p["create_time"], Path(p["log"])) for p in body["procs"]],
+            checks={name: Check(**check) for name, check in body["checks"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class Started:
+    state: StackState
+    seconds_to_healthy: dict[str, float]
+
+
+class StackError(RuntimeError):
+    """The stack could not start or stop as asked; the message says what to do."""
+
+
+def stack_dir(settings: Settings) -> Path:
+    return settings.data_dir / "stack"
+
+
+def state_path(settings: Settings) -> Path:
+    return stack_dir(settings) / "stack.json"
+
+
+def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = print) -> Started:
+    """Start every service, wait until each is healthy; on any failure stop what was started."""
+    path = state_path(settings)
+    running = StackState.load(path)
+    if running is not None and any(p.alive() for p in running.procs):
+        raise StackError(f"a stack is already running (state in {path}); run `solaris stack down` first")
+    taken = [f"{name} port {port}" for name, port in config.ports().items() if not health.port_free(config.host, port)]
+    if taken:
+        raise StackError(f"already in use on {config.host}: {', '.join(taken)}; choose others (--<name>-port)")
+
+    metadata_url = _metadata_url(settings, config)
+    say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
+    mlflow_url = f"http://{config.host}:{config.mlflow_port}"
+    served = settings.with_overrides(mlflow_tracking_uri=mlflow_url)
+    airflow = bootstrap(served, metadata_url) | _airflow_extras(config)
+    services = _services(settings, served, config, airflow)
+
+    logs = stack_dir(settings) / "logs"
+    state = StackState(
+        urls={
+            "airflow": f"http://{config.host}:{config.airflow_port}",
+            "mlflow": mlflow_url,
+            "ranker": f"http://{config.host}:{config.ranker_port}",
+        },
+        metadata_url=_redacted(metadata_url),
+        password_file=str(settings.airflow_home / "simple_auth_manager_passwords.json.generated"),
+        procs=[],
+        checks={s.name: s.check for s in services},
+    )
+    started_at = time.monotonic()
+    try:
+        for service in services:
+            state.procs.append(procs.start(service.name, service.argv, service.env, logs / f"{service.name}.log", REPO))
+            state.save(path)  # saved as it grows, so `down` can stop a half-started stack
+        seconds = _wait_healthy(state, started_at, config.start_timeout_s)
+    except BaseException:
+        procs.stop(state.procs, config.stop_timeout_s)
+        path.unlink(missing_ok=True)
+        raise
+    return Started(state, seconds)
+
+
+def down(settings: Settings, timeout_s: float = 30.0) -> list[str]:
+    """Stop everything ``up`` started; returns the names of the services that were running."""
+    path = state_path(settings)
+    state = StackState.load(path)
+    if state is None:
+        return []
+    running = [p.name for p in state.procs if p.alive()]
+    survivors = procs.stop(state.procs, timeout_s)
+    if survivors:
+        raise StackError(f"processes survived SIGKILL: {[(p.pid, p.name()) for p in survivors]}")
+    path.unlink()
+    return running
+
+
+def status(settings: Settings) -> dict[str, str]:
+    """Each service: ``healthy``, ``running`` (its process is alive, its health check fails) or ``down``."""
+    state = StackState.load(state_path(settings))
+    if state is None:
+        return {}
+    return {
+        p.name: ("healthy" if health.probe(state.checks[p.name]) else "running") if p.alive() else "down"
+        for p in state.procs
+    }
+
+
+def airflow_password(state: StackState) -> str:
+    """The generated password of the stack's Airflow user (SimpleAuthManager writes it at api-server start)."""
+    passwords = json.loads(Path(state.password_file).read_text())
+    return passwords[AIRFLOW_USER]
+
+
+def log_tail(proc: procs.Proc, chars: int = 3000) -> str:
+    try:
+        return proc.log.read_text(errors="replace")[-chars:]
+    except FileNotFoundError:
+        return ""
+
+
+def _metadata_url(settings: Settings, config: StackConfig) -> str:
+    if config.metadata_url:
+        return config.metadata_url
+    if config.postgres_admin_url:
+        url = metadata.postgres_metadata_url(config.postgres_admin_url, config.airflow_database)
+        if url is not None:
+            return url
+    return f"sqlite:///{settings.airflow_home / 'airflow.db'}"
+
+
+def _airflow_extras(config: StackConfig) -> dict[str, str]:
+    """What the separate Airflow processes must agree on, and sizes for 2 cores."""
+    log_ports = health.free_ports(config.host, 2)
+    return {
+        # The scheduler's and triggerer's log servers (default 8793, 8794) must not collide with another
+        # stack's; with LocalExecutor the api-server reads task logs from disk and never calls them.
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(log_ports[0]),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(log_ports[1]),
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # Tasks reach the Execution API here; Airflow's default assumes localhost:8080.
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{config.host}:{config.airflow_port}/execution/",
+        # The api-server signs the tasks' tokens, the scheduler issues them: one key for the stack's life.
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{AIRFLOW_USER}:admin",
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
+    }
+
+
+def _services(settings: Settings, served: Settings, config: StackConfig, airflow: dict[str, str]) -> list[Service]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW", "MLFLOW_"))}
+    health_url = f"http://{config.host}:{config.airflow_port}/api/v2/monitor/health"
+    server = replace(mlflow_server.ServerConfig.load(), host=config.host, port=config.mlflow_port)
+    services = [
+        Service(
+            "mlflow",
+            mlflow_server.command(settings, server),
+            base | settings.as_env() | server.env,
+            Check(f"http://{config.host}:{config.mlflow_port}/health"),
+        )
+    ]
+    for name, (command, component) in AIRFLOW_COMPONENTS.items():
+        argv = [sys.executable, "-m", "airflow", command]
+        if command == "api-server":
+            argv += ["--host", config.host, "--port", str(config.airflow_port)]
+        services.append(Service(name, argv, base | airflow, Check(health_url, component)))
+    solaris = Path(sys.executable).with_name("solaris")
+    services.append(
+        Service(
+            "ranker",
+            [str(solaris), "serve", "--host", config.host, "--port", str(config.ranker_port)],
+            base | served.as_env(),
+            Check(f"http://{config.host}:{config.ranker_port}/healthz"),
+        )
+    )
+    return services
+
+
+def _wait_healthy(state: StackState, started_at: float, timeout_s: float) -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    while len(seconds) < len(state.procs):
+        for proc in state.procs:
+            if proc.name in seconds:
+                continue
+            if not proc.alive():
+                raise StackError(f"{proc.name} exited during start-up; its log ({proc.log}) ends:\n{log_tail(proc)}")
+            if health.probe(state.checks[proc.name]):
+                seconds[proc.name] = round(time.monotonic() - started_at, 1)
+        if time.monotonic() - started_at > timeout_s:
+            waiting = [p for p in state.procs if p.name not in seconds]
+            tails = "\n".join(f"--- {p.name} ({p.log}):\n{log_tail(p, 1500)}" for p in waiting)
+            raise StackError(f"not healthy after {timeout_s:.0f} s: {[p.name for p in waiting]}\n{tails}")
+        time.sleep(0.5)
+    return seconds
+
+
+def _redacted(url: str) -> str:
+    """The URL without a password, for output and the state file."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
