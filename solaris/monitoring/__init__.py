@@ -1,0 +1,1 @@
+"""Feature-store health for people: the report, its JSON and HTML, and the app the Airflow plugin mounts."""

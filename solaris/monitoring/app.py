@@ -1,0 +1,89 @@
+"""The FastAPI app the Airflow plugin mounts at ``/solaris``: ``GET /`` the page, ``GET /api/health`` its JSON.
+
+The handlers are the boundary that takes ``now``; everything they show comes from :func:`build_report`.
+Settings, store and MLflow client are set up per request, so the page follows the environment the
+api-server runs with, and a source that comes back is seen on the next load. A failure anywhere becomes a
+message on the page (and ``503`` on the JSON), never a traceback.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import FastAPI, Query
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from solaris.config import Settings
+
+if TYPE_CHECKING:
+    from solaris.monitoring.report import HealthReport
+
+Clock = Callable[[], datetime]
+RunsParam = Annotated[int, Query(ge=1, le=500, description="how many of the latest precompute runs")]
+HoursParam = Annotated[int, Query(ge=1, le=24 * 14, description="hours of coverage history")]
+PROBE_TIMEOUT_S = 3.0
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_app(settings: Callable[[], Settings] = Settings.from_env, clock: Clock = utc_now) -> FastAPI:
+    app = FastAPI(title="SOLARIS feature store health", docs_url=None, redoc_url=None, openapi_url=None)
+
+    # Plain ``def`` handlers: FastAPI runs them in its thread pool, so store and MLflow calls never block the loop.
+    @app.get("/", response_class=HTMLResponse)
+    def page(runs: RunsParam = 24, hours: HoursParam = 24) -> HTMLResponse:
+        from solaris.monitoring.render import report_html
+
+        return HTMLResponse(report_html(_report(settings, clock(), runs, hours)))
+
+    @app.get("/api/health")
+    def health(runs: RunsParam = 24, hours: HoursParam = 24) -> JSONResponse:
+        from solaris.monitoring.render import report_json
+
+        body = report_json(_report(settings, clock(), runs, hours))
+        return JSONResponse(body, status_code=200 if body["ok"] else 503)
+
+    return app
+
+
+def mlflow_unreachable(tracking_uri: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why an MLflow server does not answer, or None (also for a local store, which has no server).
+
+    The page asks first because MLflow's client retries a refused connection for about 4 minutes.
+    """
+    if not tracking_uri.startswith(("http://", "https://")):
+        return None
+    url = tracking_uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered; the reads that follow will say what is wrong
+    except OSError as exc:
+        return f"no answer from {url}: {exc}"
+
+
+def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int) -> HealthReport:
+    # Imported here, not at the top: the report pulls MLflow and the model registry (torch), and the
+    # api-server imports this module when it loads plugins, long before anyone opens the page.
+    from solaris.monitoring.report import MLFLOW, HealthReport, Problem, build_report, problem
+    from solaris.store import open_configured_store
+    from solaris.tracking import registry
+
+    try:  # none of these reaches a server yet: what fails here is the configuration (a variable, a conn id)
+        current = settings()
+        client = registry.connect(current)
+        store = open_configured_store(current)
+    except Exception as exc:
+        return HealthReport.unavailable(t, problem("configuration", exc))
+    down = mlflow_unreachable(current.mlflow_tracking_uri)
+    with store:
+        report = build_report(store, None if down else client, t, n_runs=runs, hours=hours)
+    return replace(report, problems=[Problem(MLFLOW, down), *report.problems]) if down else report

@@ -1,0 +1,95 @@
+"""The health report as JSON (for scripts and the stack test) and as the HTML page shown in the Airflow UI."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from solaris.monitoring.report import CoveragePoint, HealthReport, RunHealth, VersionHealth
+from solaris.store.base import TableStats
+
+TEMPLATES = Path(__file__).parent / "templates"
+# The sparkline's drawing box, in SVG user units.
+SPARK_WIDTH, SPARK_HEIGHT = 240, 48
+
+
+def report_json(report: HealthReport) -> dict[str, Any]:
+    """Plain JSON types only; times as ISO 8601 strings, ``null`` where there is none."""
+    return {
+        "at": _iso(report.at),
+        "ok": not report.problems,
+        "problems": [asdict(p) for p in report.problems],
+        "champion": asdict(report.champion) if report.champion else None,
+        "champion_note": report.champion_note,
+        "versions": [_version(v) for v in report.versions],
+        "runs": [_run(r) for r in report.runs],
+        "coverage": [_point(p) for p in report.coverage],
+    }
+
+
+def report_html(report: HealthReport) -> str:
+    data = report_json(report)
+    return _environment().get_template("health.html").render(report=data, sparks=sparklines(report.coverage))
+
+
+def sparklines(points: list[CoveragePoint]) -> dict[str, str]:
+    """Per tier, the ``points`` attribute of an SVG polyline: hours left to right, share 0 at the bottom."""
+    if not points:
+        return {}
+    step = SPARK_WIDTH / max(len(points) - 1, 1)
+    return {
+        tier: " ".join(f"{i * step:.1f},{SPARK_HEIGHT * (1 - p.shares[tier]):.1f}" for i, p in enumerate(points))
+        for tier in points[0].shares
+    }
+
+
+@cache
+def _environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t else None
+
+
+def _table(stats: TableStats) -> dict[str, Any]:
+    return {
+        "rows": stats.rows,
+        "fresh": stats.fresh,
+        "fresh_share": stats.fresh_share,
+        "oldest_created_at": _iso(stats.oldest_created_at),
+        "newest_created_at": _iso(stats.newest_created_at),
+        "expiring_within_hour": stats.expiring_within_hour,
+    }
+
+
+def _version(v: VersionHealth) -> dict[str, Any]:
+    return {"version": v.version, "champion": v.champion, "tables": {n: _table(s) for n, s in v.tables.items()}}
+
+
+def _run(run: RunHealth) -> dict[str, Any]:
+    r = run.record
+    return {
+        "run_id": r.run_id,
+        "interval_start": _iso(r.interval_start),
+        "interval_end": _iso(r.interval_end),
+        "status": r.status,
+        "fm_version": r.fm_version,
+        "ae_version": r.ae_version,
+        "vm_version": r.vm_version,
+        "embedding_version": r.embedding_version,
+        "counts": r.counts,
+        "timings": r.timings,
+        "started_at": _iso(r.started_at),
+        "finished_at": _iso(r.finished_at),
+        "figures": run.figures,
+    }
+
+
+def _point(p: CoveragePoint) -> dict[str, Any]:
+    return {"hour": _iso(p.hour), **p.shares}

@@ -1,0 +1,161 @@
+"""The feature-store health report behind the Airflow UI's SOLARIS page and its JSON.
+
+Built from what the store and MLflow hold at a time ``t`` that the caller passes: per embedding version the
+size and freshness of each table, the last precompute runs with the quality figures they logged to MLflow,
+coverage by tier over the last hours, and the champion chain. Each source is read on its own, so an
+unreachable store or MLflow server becomes a :class:`Problem` on the report, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from mlflow import MlflowClient
+
+from solaris.precompute.quality import TIERS
+from solaris.precompute.summary import COVERAGE, EXPERIMENT
+from solaris.store.base import FeatureStore, RunRecord, TableStats
+from solaris.tracking.registry import PinnedVersions, resolve_champions
+
+log = logging.getLogger(__name__)
+
+STORE, MLFLOW = "feature store", "MLflow"
+HOUR = timedelta(hours=1)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A source the report could not read, and why (the exception's type and first line)."""
+
+    source: str
+    message: str
+
+
+@dataclass(frozen=True)
+class VersionHealth:
+    version: str
+    champion: bool
+    tables: dict[str, TableStats]
+
+
+@dataclass(frozen=True)
+class RunHealth:
+    """A run record and the quality figures its run logged to MLflow (empty until it finished)."""
+
+    record: RunRecord
+    figures: dict[str, float]
+
+
+@dataclass(frozen=True)
+class CoveragePoint:
+    """Share of the requests of ``hour`` that each tier covered (``any``: at least one tier)."""
+
+    hour: datetime
+    shares: dict[str, float]
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    at: datetime
+    champion: PinnedVersions | None
+    champion_note: str | None
+    versions: list[VersionHealth]
+    runs: list[RunHealth]
+    coverage: list[CoveragePoint]
+    problems: list[Problem] = field(default_factory=list)
+
+    @classmethod
+    def unavailable(cls, t: datetime, why: Problem) -> HealthReport:
+        """A report with nothing to show but why."""
+        return cls(t, None, None, [], [], [], [why])
+
+
+def build_report(
+    store: FeatureStore, client: MlflowClient | None, t: datetime, *, n_runs: int = 24, hours: int = 24
+) -> HealthReport:
+    """The report at ``t``: the ``n_runs`` latest runs, coverage of the ``hours`` hours before ``t``.
+
+    ``client=None`` skips MLflow (the caller found it unreachable and says so itself): no champion, no figures.
+    """
+    if n_runs < 1 or hours < 1:
+        raise ValueError(f"n_runs={n_runs}, hours={hours}: both must be at least 1")
+    problems: list[Problem] = []
+    champion, note = None, None
+    if client is not None:
+        champion, note = _guard(problems, MLFLOW, lambda: _champion(client), (None, None))
+    records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), [])
+    figures = {}
+    if client is not None and records:
+        figures = _guard(problems, MLFLOW, lambda: run_figures(client, [r.run_id for r in records]), {})
+    runs = [RunHealth(r, figures.get(r.run_id, {})) for r in records]
+    names = _versions(champion, records)
+    stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {})
+    versions = [VersionHealth(v, champion is not None and v == champion.embedding_version, stats[v]) for v in stats]
+    return HealthReport(t, champion, note, versions, runs, coverage_by_hour(runs, t, hours), problems)
+
+
+def run_figures(client: MlflowClient, run_keys: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Coverage and hit rate the latest MLflow run of each run key logged; keys never logged are left out.
+
+    One search per key: MLflow's filter has no ``IN`` for tags, and the run key is only a tag.
+    """
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return {}
+    found = {}
+    for key in run_keys:
+        latest = client.search_runs(
+            [experiment.experiment_id], f"tags.run_key = '{key}'",
+            order_by=["attributes.start_time DESC"], max_results=1,
+        )  # fmt: skip
+        if latest:
+            metrics = latest[0].data.metrics
+            found[key] = {name: metrics[name] for name in COVERAGE if name in metrics}
+    return found
+
+
+def coverage_by_hour(runs: Sequence[RunHealth], t: datetime, hours: int) -> list[CoveragePoint]:
+    """Oldest first, the hours in ``[t - hours, t)`` that a run measured (a run measures the hour before it)."""
+    points = {}
+    for run in runs:
+        hour = run.record.interval_start - HOUR
+        if t - hours * HOUR <= hour < t and "coverage_any" in run.figures:
+            shares = {tier: run.figures.get(f"coverage_{tier}", 0.0) for tier in (*TIERS, "any")}
+            points.setdefault(hour, CoveragePoint(hour, shares))
+    return [points[h] for h in sorted(points)]
+
+
+def _champion(client: MlflowClient) -> tuple[PinnedVersions | None, str | None]:
+    """The champion chain, or why there is none (no alias yet, or a chain whose tags disagree)."""
+    try:
+        return resolve_champions(client), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _versions(champion: PinnedVersions | None, records: Sequence[RunRecord]) -> list[str]:
+    """The champion's embedding version first, then those of the runs, newest first, each once."""
+    ordered = [champion.embedding_version] if champion else []
+    ordered += [r.embedding_version for r in records]
+    return list(dict.fromkeys(ordered))
+
+
+def _guard(problems: list[Problem], source: str, read: Callable[[], T], fallback: T) -> T:
+    """``read()``, or ``fallback`` with the failure noted: the report shows what it can of the rest."""
+    try:
+        return read()
+    except Exception as exc:  # any driver or client error: the page names it instead of failing
+        log.warning("SOLARIS report: reading the %s failed", source, exc_info=True)
+        problems.append(problem(source, exc))
+        return fallback
+
+
+def problem(source: str, exc: Exception) -> Problem:
+    """The exception's type and first line (driver errors go on with the SQL and a link)."""
+    lines = str(exc).strip().splitlines()
+    return Problem(source, f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)
