@@ -152,15 +152,12 @@ def verifier_inputs(vm: Any, version: str, user_ids: np.ndarray, item_ids: np.nd
 
     Store features are left out on purpose: they change as this run writes, and a rerun must score alike.
     """
-    from solaris.models.features import base_matrix
-    from solaris.models.vm import TIERS
-    from solaris.models.vm_data import vm_inputs
+    from solaris.serving.tiers import absent, served_inputs
     from solaris.store.codec import to_micros
 
     n = len(user_ids)
-    base = base_matrix(user_ids, item_ids, np.full(n, to_micros(at, "at")), np.zeros(n, np.int64))
-    absent = (np.zeros((n, vm.config.code_dim), np.float32), np.zeros(n, np.float32))
-    return vm_inputs(vm.config, version, base, {tier: absent for tier in TIERS})
+    ts = np.full(n, to_micros(at, "at"), np.int64)
+    return served_inputs(vm, version, user_ids, item_ids, ts, np.zeros(n, np.int64), absent(n, vm.config.code_dim))
 
 
 def select(run: HourRun, settings: Settings) -> Meta:

@@ -1,0 +1,34 @@
+"""``solaris serve``: the ranker's HTTP service on the configured store and MLflow registry."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser("serve", help="run the ranker's HTTP service (POST /rank, /healthz, /readyz, /metrics)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--max-candidates", type=int, default=1000, help="most candidates one request may carry")
+    serve.add_argument("--store-timeout-ms", type=float, default=50.0, help="slower store reads are served as tier none")
+    serve.add_argument("--poll-seconds", type=float, default=30.0, help="how often to check solaris-vm@champion")
+    serve.add_argument("--no-served-log", action="store_true", help="do not log features as served")
+    serve.set_defaults(handler=run_service)
+
+
+def run_service(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from solaris.config import get_settings
+    from solaris.serving.app import ServiceConfig, build_service, create_app
+
+    settings = get_settings()
+    config = ServiceConfig(
+        max_candidates=args.max_candidates,
+        store_timeout_ms=args.store_timeout_ms,
+        poll_seconds=args.poll_seconds,
+        served_log_dir=None if args.no_served_log else settings.data_dir / "served",
+    )
+    app = create_app(build_service(settings, config), config)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0

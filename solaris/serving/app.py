@@ -1,0 +1,181 @@
+"""The ranker as an HTTP service (FastAPI): POST /rank, GET /healthz, /readyz, /metrics.
+
+Limits are part of the schema, so a request outside them is a 422 naming the field, and the OpenAPI
+document says exactly what is accepted. Unknown users and items are valid: they take the cold path (the
+VM's learned defaults, tier none). A store failure is never an error for the caller: the answer comes
+with tier none and ``store`` saying why.
+"""
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from fastapi import FastAPI, HTTPException, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from solaris.config import Settings
+from solaris.models.features import MAX_EXACT_ID
+from solaris.serving.champion import ChampionWatcher
+from solaris.serving.metrics import RankerMetrics
+from solaris.serving.ranker import NotReady, Ranker
+from solaris.serving.servedlog import ServedLog
+
+
+
+def _json_integer(value: object) -> object:
+    """JSON Schema's integer: 7 and 7.0, never "7", 7.5 or true (an id that is a string is a client bug)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a JSON integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"must be a JSON integer, got {value}")
+    return int(value)
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+Id = Annotated[JsonInt, Field(ge=0, lt=MAX_EXACT_ID)]
+MAX_POSITION = 1000
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    max_candidates: int = 1000
+    store_timeout_ms: float = 50.0
+    poll_seconds: float = 30.0
+    served_log_dir: Path | None = None  # None: features as served are not logged
+
+    def __post_init__(self) -> None:
+        if self.max_candidates < 1 or self.store_timeout_ms <= 0 or self.poll_seconds <= 0:
+            raise ValueError("max_candidates, store_timeout_ms and poll_seconds must be positive")
+
+
+class RankResponse(BaseModel):
+    user_id: int
+    vm_version: str
+    embedding_version: str
+    scores: list[float] = Field(description="click probability per item, in the request's order")
+    tiers: list[Literal["pair", "agg", "knn", "none"]] = Field(description="the tier that fed each item")
+    store: Literal["ok", "error", "timeout", "overloaded"]
+
+
+def rank_request_model(max_candidates: int) -> type[BaseModel]:
+    class RankRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        user_id: Id
+        items: list[Id] = Field(
+            min_length=1, max_length=max_candidates, json_schema_extra={"uniqueItems": True}, description="candidate item ids"
+        )
+        positions: list[Annotated[JsonInt, Field(ge=0, le=MAX_POSITION)]] | None = Field(
+            None, description="slot per item (default: all at the top slot)"
+        )
+        request_id: Annotated[JsonInt, Field(ge=0, lt=2**63)] | None = None
+        at: AwareDatetime | None = Field(None, description="the time to rank as of (default: now)")
+
+        @model_validator(mode="after")
+        def _consistent(self) -> "RankRequest":
+            if len(set(self.items)) != len(self.items):
+                seen: set[int] = set()
+                duplicate = next(i for i in self.items if i in seen or seen.add(i))
+                raise ValueError(f"items: item id {duplicate} appears more than once")
+            if self.positions is not None and len(self.positions) != len(self.items):
+                raise ValueError(f"positions: {len(self.positions)} positions for {len(self.items)} items")
+            return self
+
+    return RankRequest
+
+
+class Service:
+    """What the app holds while it runs: the ranker, the champion watcher and its poller."""
+
+    def __init__(self, ranker: Ranker, watcher: ChampionWatcher | None, poll_seconds: float) -> None:
+        self.ranker, self.watcher = ranker, watcher
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, args=(poll_seconds,), name="champion-poll", daemon=True)
+
+    def start(self) -> None:
+        if self.watcher is not None:
+            self.watcher.refresh(wait=True)
+            self._poller.start()
+
+    def _poll(self, seconds: float) -> None:
+        while not self._stop.wait(seconds):
+            self.watcher.refresh()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.ranker.close()
+
+
+def build_service(settings: Settings, config: ServiceConfig) -> Service:
+    from solaris.store import open_configured_store
+    from solaris.tracking import registry
+
+    metrics = RankerMetrics()
+    log = None
+    if config.served_log_dir is not None:
+        log = ServedLog(config.served_log_dir, on_drop=lambda rows: metrics.served_log_dropped.inc(rows))
+    watcher = ChampionWatcher(registry.connect(settings))
+    store = open_configured_store(settings)
+    ranker = Ranker(store, watcher, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
+    return Service(ranker, watcher, config.poll_seconds)
+
+
+def create_app(service: Service, config: ServiceConfig) -> FastAPI:
+    # Evaluated annotations (no `from __future__ import annotations` here): FastAPI reads the endpoint's
+    # parameter types at runtime, and this request model is built per app, with its limits.
+    RankRequest = rank_request_model(config.max_candidates)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.start()
+        yield
+        service.stop()
+
+    app = FastAPI(title="SOLARIS ranker", version="1", lifespan=lifespan)
+    ranker = service.ranker
+
+    @app.post("/rank", response_model=RankResponse, responses={503: {"description": "no champion VM loaded yet"}})
+    def rank(request: RankRequest) -> RankResponse:  # type: ignore[valid-type]
+        at = request.at or datetime.now(UTC)  # the HTTP edge is where "now" enters
+        positions = None if request.positions is None else np.asarray(request.positions)
+        try:
+            served = ranker.rank(request.user_id, np.asarray(request.items), at, positions, request.request_id)
+        except NotReady as exc:
+            raise HTTPException(503, str(exc)) from None
+        return RankResponse(
+            user_id=request.user_id,
+            vm_version=served.vm_version,
+            embedding_version=served.embedding_version,
+            scores=served.scores.tolist(),
+            tiers=served.tier_names(),
+            store=served.store_failure or "ok",
+        )
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", responses={503: {"description": "no champion VM loaded yet"}})
+    def readyz() -> dict[str, str]:
+        try:
+            model = ranker.model
+        except NotReady as exc:
+            detail = str(exc) if service.watcher is None or service.watcher.last_error is None else service.watcher.last_error
+            raise HTTPException(503, detail) from None
+        return {"status": "ready", "vm_version": model.pinned.vm, "embedding_version": model.pinned.embedding_version}
+
+    @app.get("/metrics", response_class=Response)
+    def metrics() -> Response:
+        try:
+            model = ranker.model
+            ranker.metrics.serving(model.pinned.vm, model.pinned.embedding_version)
+        except NotReady:
+            pass
+        return Response(ranker.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    return app

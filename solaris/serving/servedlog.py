@@ -1,0 +1,149 @@
+"""Features as served: every scored candidate with the exact tier inputs the VM saw, to hour-partitioned
+Parquet. This log is the SOLARIS VM's training data, so training sees what serving saw (no skew).
+
+Logging is off the request path: the ranker hands a batch to a bounded queue and a writer thread builds
+the files; when the queue is full the batch is dropped and counted, never waited for.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from solaris.data.hourly import read_range, write_hourly
+from solaris.data.schema import TS
+from solaris.models.features import BASE_COLUMNS
+from solaris.models.vm import TIERS
+
+
+def served_schema(code_dim: int) -> pa.Schema:
+    codes = pa.list_(pa.float32(), code_dim)
+    tier_fields = [f for tier in TIERS for f in (pa.field(tier, codes), pa.field(f"{tier}_flag", pa.int8()))]
+    return pa.schema(
+        [
+            pa.field("request_id", pa.int64()),
+            pa.field("ts", TS, nullable=False),
+            pa.field("user_id", pa.int64(), nullable=False),
+            pa.field("item_id", pa.int64(), nullable=False),
+            pa.field("position", pa.int16(), nullable=False),
+            pa.field("score", pa.float32(), nullable=False),
+            pa.field("tier", pa.int8(), nullable=False),
+            pa.field("vm_version", pa.string(), nullable=False),
+            pa.field("embedding_version", pa.string(), nullable=False),
+            *tier_fields,
+        ]
+    )
+
+
+def served_table(
+    inputs: np.ndarray,
+    scores: np.ndarray,
+    tiers: np.ndarray,
+    ts_us: np.ndarray,
+    request_ids: np.ndarray | None,
+    vm_version: str,
+    embedding_version: str,
+    code_dim: int,
+) -> pa.Table:
+    """Rows of the served log from the VM's input matrix (base columns, then codes and flag per tier)."""
+    n, width = len(scores), len(BASE_COLUMNS) + len(TIERS) * (code_dim + 1)
+    if inputs.shape != (n, width):
+        raise ValueError(f"served inputs have shape {inputs.shape}, expected ({n}, {width})")
+    columns: dict[str, pa.Array] = {
+        "request_id": pa.array(request_ids, pa.int64()) if request_ids is not None else pa.nulls(n, pa.int64()),
+        "ts": pa.array(np.asarray(ts_us, np.int64), pa.int64()).cast(TS),
+        "user_id": pa.array(inputs[:, 0].astype(np.int64)),
+        "item_id": pa.array(inputs[:, 1].astype(np.int64)),
+        "position": pa.array(inputs[:, 3].astype(np.int16)),
+        "score": pa.array(np.asarray(scores, np.float32)),
+        "tier": pa.array(np.asarray(tiers, np.int8)),
+        "vm_version": pa.array(np.full(n, vm_version, object), pa.string()),
+        "embedding_version": pa.array(np.full(n, embedding_version, object), pa.string()),
+    }
+    offset = len(BASE_COLUMNS)
+    for tier in TIERS:
+        codes = np.ascontiguousarray(inputs[:, offset : offset + code_dim], np.float32)
+        columns[tier] = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), code_dim)
+        columns[f"{tier}_flag"] = pa.array(inputs[:, offset + code_dim].astype(np.int8))
+        offset += code_dim + 1
+    return pa.table(columns, schema=served_schema(code_dim))
+
+
+def read_served(dataset_dir: Path, start: datetime, end: datetime, code_dim: int) -> pa.Table:
+    return read_range(dataset_dir, start, end, served_schema(code_dim))
+
+
+def served_codes(table: pa.Table, tier: str) -> np.ndarray:
+    """One tier's codes as an (n, code_dim) float32 matrix."""
+    column = table[tier].combine_chunks()
+    return column.values.to_numpy().reshape(len(column), column.type.list_size).astype(np.float32)
+
+
+_FLUSH = object()
+
+
+class ServedLog:
+    """A background writer of served rows; each flush writes one new part file per hour it holds."""
+
+    def __init__(
+        self, dataset_dir: Path, flush_rows: int = 100_000, max_pending: int = 1024, on_drop: Callable[[int], None] | None = None
+    ) -> None:
+        self.dataset_dir = Path(dataset_dir)
+        self.flush_rows = flush_rows
+        self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
+        self._on_drop = on_drop or (lambda rows: None)
+        self.dropped_rows = 0
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="served-log", daemon=True)
+        self._thread.start()
+
+    def log(self, table: pa.Table) -> bool:
+        """Queue rows for writing; False (and counted) if the writer is behind."""
+        try:
+            self._queue.put_nowait(table)
+            return True
+        except queue.Full:
+            self.dropped_rows += table.num_rows
+            self._on_drop(table.num_rows)
+            return False
+
+    def flush(self) -> None:
+        """Write everything queued so far (blocks until it is on disk)."""
+        done = threading.Event()
+        self._queue.put((_FLUSH, done))
+        done.wait()
+        if self.error is not None:
+            raise RuntimeError(f"served log writer failed: {self.error}") from self.error
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self.flush()
+            self._queue.put(None)
+            self._thread.join()
+
+    def _run(self) -> None:
+        pending: list[pa.Table] = []
+        rows = 0
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            is_flush = isinstance(item, tuple) and item[0] is _FLUSH
+            if not is_flush:
+                pending.append(item)
+                rows += item.num_rows
+            if pending and (is_flush or rows >= self.flush_rows):
+                try:
+                    write_hourly(pa.concat_tables(pending), self.dataset_dir, part=f"part-{uuid.uuid4().hex}")
+                except Exception as exc:  # keep serving; the next flush reports it
+                    self.error = exc
+                pending, rows = [], 0
+            if is_flush:
+                item[1].set()

@@ -1,0 +1,60 @@
+"""Features as served: what the ranker fed the VM comes back from the hour-partitioned log unchanged."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import T, Layout
+
+from solaris.models.features import BASE_COLUMNS
+from solaris.serving.champion import ServingModel
+from solaris.models.vm import TIERS
+from solaris.serving import Ranker, servedlog
+from solaris.serving.servedlog import ServedLog, read_served, served_codes
+
+
+def test_served_rows_round_trip_by_hour(layout: Layout, champion: ServingModel, tmp_path: Path) -> None:
+    log = ServedLog(tmp_path / "served")
+    ranker = Ranker(layout.store, champion, served_log=log)
+    first = ranker.rank(1, np.array([10, 11]), T, request_id=7)
+    second = ranker.rank(2, np.array([20, 30]), T + timedelta(hours=1, minutes=5), request_id=8)
+    ranker.close()
+
+    hour_one = read_served(tmp_path / "served", T.replace(minute=0), T.replace(minute=0) + timedelta(hours=1), champion.code_dim)
+    everything = read_served(tmp_path / "served", T - timedelta(hours=1), T + timedelta(hours=3), champion.code_dim)
+    assert hour_one["request_id"].to_pylist() == [7, 7] and everything.num_rows == 4
+
+    rows = everything.sort_by("ts")
+    np.testing.assert_array_equal(rows["score"].to_numpy(), np.r_[first.scores, second.scores])
+    np.testing.assert_array_equal(rows["tier"].to_numpy(), np.r_[first.tiers, second.tiers])
+    inputs = np.vstack([first.inputs, second.inputs])
+    offset = len(BASE_COLUMNS)
+    for tier in TIERS:
+        np.testing.assert_array_equal(served_codes(rows, tier), inputs[:, offset : offset + champion.code_dim])
+        np.testing.assert_array_equal(rows[f"{tier}_flag"].to_numpy(), inputs[:, offset + champion.code_dim])
+        offset += champion.code_dim + 1
+    assert set(rows["vm_version"].to_pylist()) == {champion.pinned.vm}
+
+
+def test_a_full_queue_drops_and_counts_instead_of_blocking(
+    layout: Layout, champion: ServingModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk_free = threading.Event()
+    monkeypatch.setattr(servedlog, "write_hourly", lambda *args, **kwargs: disk_free.wait())  # a stuck disk
+    log = ServedLog(tmp_path / "served", flush_rows=1, max_pending=1)
+    ranker = Ranker(layout.store, champion, served_log=log)
+    ranker.rank(1, np.array([10]), T)  # the writer takes it and sticks in the write
+    deadline = time.monotonic() + 10
+    while not log._queue.empty() and time.monotonic() < deadline:  # noqa: SLF001
+        time.sleep(0.01)
+    ranker.rank(1, np.array([11]), T)  # fills the queue
+    served = ranker.rank(1, np.array([10, 11, 12]), T)
+
+    assert log.dropped_rows == 3 and len(served.scores) == 3
+    disk_free.set()
+    ranker.close()
