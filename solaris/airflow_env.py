@@ -16,6 +16,7 @@ from pathlib import Path
 from solaris.config import Settings
 
 DAGS_FOLDER = Path(__file__).resolve().parents[1] / "dags"
+PLUGINS_FOLDER = DAGS_FOLDER.parent / "plugins"
 GPU_POOL = "gpu"
 GPU_POOL_SLOTS = 1
 
@@ -29,6 +30,7 @@ def airflow_env(settings: Settings, metadata_url: str | None = None) -> dict[str
     env = {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         # Airflow's default of 32 workers swamps a 2-core machine.
         "AIRFLOW__CORE__PARALLELISM": "4",

@@ -34,7 +34,9 @@ def report_json(report: HealthReport) -> dict[str, Any]:
 
 def report_html(report: HealthReport) -> str:
     data = report_json(report)
-    return _environment().get_template("health.html").render(report=data, sparks=sparklines(report.coverage))
+    return _environment().get_template("health.html").render(
+        report=data, sparks=sparklines(report.coverage), spark_width=SPARK_WIDTH, spark_height=SPARK_HEIGHT
+    )
 
 
 def sparklines(points: list[CoveragePoint]) -> dict[str, str]:

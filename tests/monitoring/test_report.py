@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-import pytest
-from mlflow import MlflowClient
-from conftest import HOUR, PAIR_BATCHES, T, HealthWorld, closed_port, register_champion, run_key
+from datetime import timedelta
+from pathlib import Path
 
-from solaris.monitoring.report import MLFLOW, STORE, build_report
+import pytest
+from health_world import HOUR, PAIR_BATCHES, T, HealthWorld, closed_port, register_champion, run_key
+from mlflow import MlflowClient
+from precompute_env import precompute_settings
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.monitoring.report import MLFLOW, STORE, HealthReport, build_report
+from solaris.precompute.run import run_hour
+from solaris.precompute.summary import COVERAGE, run_metrics
 from solaris.store import open_store
 from solaris.tracking import registry
+from solaris.tracking.jobs import TrainReport, World
 
 
-def _report(world: HealthWorld, **kwargs):  # noqa: ANN202
+def _report(world: HealthWorld, **kwargs: int) -> HealthReport:
     with open_store(world.settings.store_url) as store:
         return build_report(store, registry.connect(world.settings), T, **kwargs)
 
@@ -123,3 +132,26 @@ def test_coverage_window_ends_before_t(health_world: HealthWorld) -> None:
         report = build_report(store, registry.connect(health_world.settings), T.replace(hour=9), hours=2)
 
     assert [p.hour for p in report.coverage] == [T.replace(hour=8)]  # 09:00 itself is not before t
+
+
+@pytest.mark.slow
+def test_report_of_real_precompute_runs(trained: tuple[Settings, World, TrainReport], tmp_path: Path) -> None:
+    """Two hours of the real precompute on the session's trained models: the report reads what it wrote."""
+    settings = precompute_settings(trained[0], tmp_path)
+    first = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    results = [run_hour(settings, first + i * HOUR, {"shards": 1, "device": "cpu"}) for i in range(2)]
+    t = first + 2 * HOUR
+
+    with open_store(settings.store_url) as store:
+        report = build_report(store, registry.connect(settings), t)
+        stats = store.stats(report.champion.embedding_version, t)
+
+    pinned = registry.resolve_champions(registry.connect(settings))
+    assert report.champion == pinned and not report.problems
+    assert report.versions[0].version == pinned.embedding_version and report.versions[0].tables == stats
+    keys = [r["run_key"] for r in reversed(results)]
+    assert [r.record.run_id for r in report.runs][:2] == keys
+    logged = run_metrics(settings, keys)
+    for run in report.runs[:2]:
+        assert run.figures == {name: logged[run.record.run_id][name] for name in COVERAGE}
+    assert [p.hour for p in report.coverage] == [first - HOUR, first]

@@ -1,0 +1,23 @@
+"""The SOLARIS page in the Airflow UI: the health app mounted at ``/solaris`` and a nav entry that frames it.
+
+Airflow imports this file from its plugins folder (in every component that loads plugins), so it stays
+light: the app module imports the report's heavy dependencies only when the page is opened. Airflow does
+not guard plugin apps with its login; the page shows figures, no secrets, and changes nothing.
+"""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+
+from solaris.monitoring.app import create_app
+
+URL_PREFIX = "/solaris"
+
+
+class SolarisPlugin(AirflowPlugin):
+    name = "solaris"
+    fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "SOLARIS feature store"}]
+    # A relative href resolves against the UI's base URL, so the frame still works when Airflow has a prefix.
+    external_views = [
+        {"name": "SOLARIS", "href": f"{URL_PREFIX.lstrip('/')}/", "url_route": "solaris", "destination": "nav"}
+    ]
