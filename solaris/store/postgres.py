@@ -23,6 +23,7 @@ from solaris.store.config import PostgresStoreConfig
 from solaris.store.pgarrays import register_int8_arrays
 from solaris.store.pgcopy import binary_copy_payload
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
+from solaris.store.sqlfiles import statements
 
 PARTITION_PREFIX = "pair_embeddings_h"
 
@@ -46,7 +47,9 @@ class PostgresFeatureStore(SqlFeatureStore):
     def _open_reader(self) -> Any:
         conn = super()._open_reader()
         conn.autocommit = True  # a read is one statement: no BEGIN / ROLLBACK round trips
-        conn.execute(self._sql("read_session"))
+        conn.prepare_threshold = 0  # prepared on first use: the session's generic plan serves every read
+        for statement in statements(self.dialect, "read_session"):
+            conn.execute(statement)
         return conn
 
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:

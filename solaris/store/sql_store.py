@@ -202,8 +202,8 @@ class SqlFeatureStore(FeatureStore):
         self.get_embedding_version(version)
         index = self._request(user_ids, item_ids)
         params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
-        with self._reader.connect() as conn:
-            rows = self._rows(conn, "fresh_pairs", params)
+        with self._readers.connection() as conn:
+            rows = conn.execute(self._sql("fresh_pairs"), params).fetchall()
         fresh = np.zeros(len(index.codes), dtype=bool)
         got = np.array(rows, dtype=np.int64).reshape(-1, 2)
         fresh[index.locate(got[:, 0], got[:, 1])[1]] = True

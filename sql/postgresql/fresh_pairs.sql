@@ -1,9 +1,7 @@
--- Same access path as the pair tier of read_tiers.sql, without the vectors.
-SELECT u.user_id, p.item_id
-FROM unnest(%(users)s::bigint[]) AS u (user_id)
-CROSS JOIN LATERAL (
-    SELECT item_id FROM pair_embeddings
-    WHERE version_id = %(version)s AND user_id = u.user_id AND expires_at > %(t)s
-    OFFSET 0
-) AS p
-WHERE p.item_id IN (SELECT unnest(%(items)s::bigint[]))
+-- The pair access path of read_tiers.sql without the vectors: one bitmap scan per live partition over the
+-- requested users, the items kept by a hash of the requested ones (run on a reader connection, whose
+-- session settings pin that plan).
+SELECT user_id, item_id
+FROM pair_embeddings
+WHERE version_id = %(version)s AND expires_at > %(t)s AND user_id = ANY(%(users)s::bigint[])
+  AND item_id IN (SELECT unnest(%(items)s::bigint[]))

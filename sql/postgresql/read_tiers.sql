@@ -3,32 +3,26 @@
 --   1 aggregate:  user_id, vector (item_id -1)
 --   2 neighbour:  user_id, item_id, similarity, vector (a fresh neighbour's fresh pair; similarity > 0)
 -- %(users)s and %(items)s are the distinct requested ids; the store keeps the requested (user, item) pairs
--- of the users x items answer. Pairs are read by one range scan of the primary key per user (and per
--- neighbour) and live partition, items kept by a hashed set. OFFSET 0 fences the LATERAL subqueries, so the
--- plan holds even before the partitions, created on demand, have statistics.
-SELECT 0 AS tier, u.user_id, p.item_id, 0::real AS similarity, p.vector
-FROM unnest(%(users)s::bigint[]) AS u (user_id)
-CROSS JOIN LATERAL (
-    SELECT item_id, vector FROM pair_embeddings
-    WHERE version_id = %(version)s AND user_id = u.user_id AND expires_at > %(t)s
-    OFFSET 0
-) AS p
-WHERE p.item_id IN (SELECT unnest(%(items)s::bigint[]))
+-- of the users x items answer. `sources` lists whose pairs each requested user needs (itself for tier 0, its
+-- neighbours for tier 2), so the pair table is read by one bitmap scan per live partition over all those
+-- users at once (an array of keys), the items kept by a hash of the requested ones, and each pair row
+-- joined by hash to the requests it answers. The plan is pinned by the reader session (read_session.sql):
+-- hash joins only and one generic plan, whatever the statistics of the partitions say.
+WITH sources AS MATERIALIZED (
+    SELECT 0 AS tier, u.user_id, u.user_id AS source_id, 0::real AS similarity
+    FROM unnest(%(users)s::bigint[]) AS u (user_id)
+    UNION ALL
+    SELECT 2, user_id, neighbour_id, similarity
+    FROM user_neighbours
+    WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s AND similarity > 0
+)
+SELECT s.tier, s.user_id, p.item_id, s.similarity, p.vector
+FROM pair_embeddings AS p
+JOIN sources AS s ON s.source_id = p.user_id
+WHERE p.version_id = %(version)s AND p.expires_at > %(t)s
+  AND p.user_id = ANY(ARRAY(SELECT source_id FROM sources))
+  AND p.item_id IN (SELECT unnest(%(items)s::bigint[]))
 UNION ALL
 SELECT 1, user_id, -1, 0, vector
 FROM user_aggregates
 WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s
-UNION ALL
-SELECT 2, u.user_id, p.item_id, n.similarity, p.vector
-FROM unnest(%(users)s::bigint[]) AS u (user_id)
-CROSS JOIN LATERAL (
-    SELECT neighbour_id, similarity FROM user_neighbours
-    WHERE version_id = %(version)s AND user_id = u.user_id AND expires_at > %(t)s AND similarity > 0
-    OFFSET 0
-) AS n
-CROSS JOIN LATERAL (
-    SELECT item_id, vector FROM pair_embeddings
-    WHERE version_id = %(version)s AND user_id = n.neighbour_id AND expires_at > %(t)s
-    OFFSET 0
-) AS p
-WHERE p.item_id IN (SELECT unnest(%(items)s::bigint[]))

@@ -8,8 +8,10 @@ import pytest
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
+from solaris.store.codec import to_micros
 from solaris.store.pgarrays import register_int8_arrays
 from solaris.store.readers import ReaderConnections
+from solaris.store.sqlfiles import load_sql
 
 
 class FakeConnection:
@@ -85,3 +87,29 @@ def test_reads_recover_after_the_server_drops_the_reader_connection(store: Featu
     with pytest.raises(psycopg.OperationalError):
         store.read_tiers(version, 1, np.array([10]), T0)
     assert store.read_tiers(version, 1, np.array([10]), T0).pair_mask.tolist() == [True]
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_serving_reads_join_by_hash_with_or_without_planner_statistics(store: FeatureStore, version: str) -> None:
+    """The planner's own choice, once partitions are analyzed, probed the pair index per item (10-50x slower);
+    the reader session pins hash joins, whatever the statistics."""
+    users = np.repeat(np.arange(40), 25)
+    for hour in (1, 2):
+        store.write_pair_embeddings(
+            "r", version, users, np.tile(np.arange(25), 40) + 100 * hour, vecs(len(users)), np.ones(len(users)),
+            T0, T0 + hour * HOUR,
+        )
+    neighbours = (np.arange(40)[:, None] + np.arange(1, 6)) % 40
+    store.write_user_neighbours("r", version, np.arange(40), neighbours, np.full(neighbours.shape, 0.5), T0, T0 + HOUR)
+    params = {"version": version, "t": to_micros(T0, "t"), "users": np.array([3]), "items": np.arange(100, 300)}
+    for analyzed in (False, True):
+        if analyzed:
+            with store.engine.begin() as conn:  # type: ignore[attr-defined]
+                conn.exec_driver_sql("ANALYZE")
+        with store._readers.connection() as conn:  # type: ignore[attr-defined]
+            for name in ("read_tiers", "fresh_pairs"):
+                plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + load_sql("postgresql", name), params))
+                assert "Hash Join" in plan or "Hash Semi Join" in plan, plan
+                assert "Nested Loop" not in plan and "Memoize" not in plan, plan
+    got = store.read_tiers(version, 3, np.array([103, 104, 203, 999]), T0)
+    assert got.pair_mask.tolist() == [True, True, True, False] and got.knn_mask.tolist() == [True, True, True, False]
