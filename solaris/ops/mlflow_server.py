@@ -34,10 +34,10 @@ class ServerConfig:
         server = raw.get("server", {})
         for key, kind in _SERVER_KEYS.items():
             if not isinstance(server.get(key), kind):
-                raise ValueError(f"{path}: [server] {key} must be a {kind.__name__}, got {server.get(key)!r}")
+                raise ValueError(f"{path}: [server] {key} must be {kind.__name__}, got {server.get(key)!r}")
         for key, kind in _OPTIONAL_KEYS.items():
             if key in server and not isinstance(server[key], kind):
-                raise ValueError(f"{path}: [server] {key} must be a {kind.__name__}, got {server[key]!r}")
+                raise ValueError(f"{path}: [server] {key} must be {kind.__name__}, got {server[key]!r}")
         unknown = (set(server) - set(_SERVER_KEYS) - set(_OPTIONAL_KEYS)) | (set(raw) - {"server", "env"})
         if unknown:
             raise ValueError(f"{path}: unknown keys {sorted(unknown)}")

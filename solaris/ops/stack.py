@@ -121,7 +121,7 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     if taken:
         raise StackError(f"already in use on {config.host}: {', '.join(taken)}; choose others (--<name>-port)")
 
-    metadata_url = _metadata_url(settings, config)
+    metadata_url = choose_metadata_url(settings, config)
     say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
     mlflow_url = f"http://{config.host}:{config.mlflow_port}"
     served = settings.with_overrides(mlflow_tracking_uri=mlflow_url)
@@ -191,7 +191,8 @@ def log_tail(proc: procs.Proc, chars: int = 3000) -> str:
         return ""
 
 
-def _metadata_url(settings: Settings, config: StackConfig) -> str:
+def choose_metadata_url(settings: Settings, config: StackConfig) -> str:
+    """The explicit URL, else PostgreSQL (database created if missing) when it answers, else SQLite."""
     if config.metadata_url:
         return config.metadata_url
     if config.postgres_admin_url:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from solaris.airflow_env import DAGS_FOLDER, GPU_POOL
+from solaris.airflow_env import DAGS_FOLDER, GPU_POOL, PLUGINS_FOLDER
 from solaris.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,8 +205,9 @@ def test_paths_named_exist_in_the_repo(services: dict[str, dict[str, Any]], raw:
         for key, value in _env(service).items():
             if value.startswith("/opt/solaris/"):
                 assert (REPO / value.removeprefix("/opt/solaris/")).is_dir(), f"{name}: {key}={value}"
-    dags = _env(services["airflow-scheduler"])["AIRFLOW__CORE__DAGS_FOLDER"]
-    assert REPO / dags.removeprefix("/opt/solaris/") == DAGS_FOLDER
+    airflow = _env(services["airflow-api-server"])
+    assert REPO / airflow["AIRFLOW__CORE__DAGS_FOLDER"].removeprefix("/opt/solaris/") == DAGS_FOLDER
+    assert REPO / airflow["AIRFLOW__CORE__PLUGINS_FOLDER"].removeprefix("/opt/solaris/") == PLUGINS_FOLDER
 
 
 def test_services_agree_on_databases_and_broker(services: dict[str, dict[str, Any]]) -> None:

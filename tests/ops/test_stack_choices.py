@@ -1,0 +1,83 @@
+"""The local stack's decisions that need no running service: refusals, the metadata DB choice, the MLflow
+server's configuration."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from solaris.config import Settings
+from solaris.ops import mlflow_server
+from solaris.ops.health import free_ports
+from solaris.ops.stack import StackConfig, choose_metadata_url, state_path
+
+SOLARIS = Path(sys.executable).with_name("solaris")
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW"))}
+
+
+def test_up_refuses_a_taken_port_and_starts_nothing(settings: Settings) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        free = free_ports("127.0.0.1", 2)
+        done = subprocess.run(
+            [str(SOLARIS), "stack", "up", "--sqlite", "--airflow-port", str(free[0]), "--mlflow-port", str(taken),
+             "--ranker-port", str(free[1])],
+            env=_clean_env() | settings.as_env(), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert f"mlflow port {taken}" in done.stderr and "airflow port" not in done.stderr
+    assert not state_path(settings).exists()
+
+
+def test_metadata_db_falls_back_to_sqlite_when_postgres_does_not_answer(settings: Settings) -> None:
+    (closed,) = free_ports("127.0.0.1", 1)
+    config = StackConfig(postgres_admin_url=f"postgresql+psycopg://postgres@127.0.0.1:{closed}/postgres")
+    assert choose_metadata_url(settings, config) == f"sqlite:///{settings.airflow_home / 'airflow.db'}"
+    explicit = "postgresql+psycopg://someone@db.example/airflow"
+    assert choose_metadata_url(settings, StackConfig(metadata_url=explicit)) == explicit
+
+
+def test_metadata_db_is_created_on_postgres_when_missing(settings: Settings, pg_url: str) -> None:
+    config = StackConfig(postgres_admin_url=pg_url, airflow_database=f"{pg_url.rsplit('/', 1)[1]}_airflow")
+    url = choose_metadata_url(settings, config)
+    assert url == pg_url.rsplit("/", 1)[0] + f"/{config.airflow_database}"
+    assert choose_metadata_url(settings, config) == url  # a second stack reuses it
+    with psycopg.connect(pg_url.replace("+psycopg", ""), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{config.airflow_database}"')
+
+
+def test_metadata_db_name_is_checked(settings: Settings) -> None:
+    with pytest.raises(ValueError, match="Airflow database name"):
+        choose_metadata_url(settings, StackConfig(airflow_database="airflow; DROP"))
+
+
+def test_mlflow_server_serves_the_settings_store(settings: Settings) -> None:
+    config = mlflow_server.ServerConfig.load()
+    argv = mlflow_server.command(settings, config)
+    assert argv[argv.index("--backend-store-uri") + 1] == settings.mlflow_tracking_uri
+    assert argv[argv.index("--artifacts-destination") + 1] == settings.mlflow_artifacts_dir.as_uri()
+    assert argv[argv.index("--workers") + 1] == str(config.workers)
+    served = settings.with_overrides(mlflow_tracking_uri="http://127.0.0.1:5000")
+    with pytest.raises(ValueError, match="needs a database store"):
+        mlflow_server.command(served, config)
+
+
+def test_mlflow_server_config_errors_name_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "server.toml"
+    bad.write_text('[server]\nhost = "127.0.0.1"\nport = "5000"\nworkers = 1\nserve_artifacts = true\n')
+    with pytest.raises(ValueError, match=r"\[server\] port must be int"):
+        mlflow_server.ServerConfig.load(bad)
+    bad.write_text('[server]\nhost = "h"\nport = 1\nworkers = 1\nserve_artifacts = true\nthreads = 2\n')
+    with pytest.raises(ValueError, match="unknown keys \\['threads'\\]"):
+        mlflow_server.ServerConfig.load(bad)
