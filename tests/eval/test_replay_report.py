@@ -1,0 +1,267 @@
+"""The replay report on hand-built ReplayReports: one valid, and variations that break one invariant each."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from solaris.eval.figures import CUMULATIVE_TIERS, HourFigures, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.report import (
+    PLOTS,
+    SWEEP_FRACTIONS,
+    check_invariants,
+    seed_spreads,
+    seeds_table,
+    span_means,
+    table,
+    write_html,
+)
+from solaris.models.metrics import transfer_ratio
+
+START = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+# NE per model before the seed's jitter; the FM beats the base VM, every variant lands in between.
+NE = {
+    "FM": 0.800,
+    "VM base": 0.900,
+    "VM distilled": 0.877,
+    "SOLARIS pair": 0.870,
+    "SOLARIS +agg": 0.866,
+    "SOLARIS +knn": 0.858,
+    "SOLARIS all+distill": 0.855,
+}
+
+
+def make_report(seed: int = 0) -> ReplayReport:
+    """A valid report; the seed moves every figure a little, differently per figure."""
+    jitter = 0.002 * seed
+    ne = {name: v - jitter * i / 3 for i, (name, v) in enumerate(NE.items())}
+    models = [
+        ModelScore(n, v, v * 0.45, 0.75 + jitter, None if n == "FM" else transfer_ratio(ne["VM base"], v, ne["FM"]))
+        for n, v in ne.items()
+    ]
+    hours = [
+        HourFigures(
+            hour=(START + timedelta(hours=i)).isoformat(),
+            span="logging" if i < 3 else "eval",
+            served=1000 + i,
+            coverage={"pair": 0.40 + 0.01 * i + jitter, "agg": 0.86 + jitter, "knn": 0.93 + jitter / 2},
+            hit_rate=None if i == 0 else 0.6 + 0.02 * i,
+            fm_calls=200 + 10 * i,
+            staleness_hours_mean=None if i == 0 else 1.5 + 0.1 * i,
+        )
+        for i in range(6)
+    ]
+    sweep = [
+        SweepPoint(
+            top_fraction=f,
+            coverage={"pair": 0.2 + f + jitter, "agg": 0.6 + f / 2, "knn": 0.7 + f / 2},
+            ne=0.87 - f / 20 - jitter,
+            transfer_ratio=transfer_ratio(ne["VM base"], 0.87 - f / 20 - jitter, ne["FM"]),
+            fm_calls_per_served_pair=f * 2,
+        )
+        for f in SWEEP_FRACTIONS
+    ]
+    return ReplayReport(
+        world="tiny",
+        seed=seed,
+        spans={"train": "a/b", "logging": "b/c", "eval": "c/d"},
+        models=models,
+        hours=hours,
+        sweep=sweep,
+        fm_calls_per_served_pair=0.21 + jitter,
+        staleness_hours={"mean": 1.8, "p50": 1.5, "p90": 3.25, "max": 4.0},
+        seconds={"train": 12.5, "logging": 30.0, "eval": 28.0},
+    )
+
+
+def _line(text: str, start: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(start))
+
+
+def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
+    report = make_report()
+    text = table(report)
+
+    for m in report.models:
+        row = _line(text, m.name + " ")
+        assert f"{m.ne:.4f}" in row and f"{m.log_loss:.4f}" in row and f"{m.auc:.4f}" in row
+        if m.transfer_ratio is not None:
+            assert f"{100 * m.transfer_ratio:.1f}%" in row
+    assert "20-25%" in _line(text, "VM distilled") and "42-44%" in _line(text, "SOLARIS all+distill")
+    for span in ("logging", "eval"):
+        means = span_means(report, span)
+        hours = [h for h in report.hours if h.span == span]
+        assert means["pair"] == pytest.approx(statistics.fmean(h.coverage["pair"] for h in hours))
+        assert f"{100 * means['agg']:.1f}%" in _line(text, "coverage + user aggregate")
+        assert f"{100 * means['hit_rate']:.1f}%" in _line(text, "precompute hit rate")
+    assert "40-50%" in _line(text, "coverage pair") and "85-90%" in _line(text, "coverage + user aggregate")
+    assert f"{report.fm_calls_per_served_pair:.3f}" in _line(text, "FM calls per served pair")
+    assert "3.25" in _line(text, "staleness p90")
+    for p in report.sweep:
+        row = _line(text, f"{p.top_fraction:g} ")
+        assert f"{p.ne:.4f}" in row and f"{100 * p.coverage['knn']:.1f}%" in row
+    assert text.rstrip().endswith("Invariants: all hold")
+
+
+def test_html_pngs_and_json_are_written_and_linked(tmp_path: Path) -> None:
+    report = make_report()
+    html = write_html(report, tmp_path / "out")
+
+    page = html.read_text()
+    assert html == tmp_path / "out" / "report.html"
+    for file in PLOTS:
+        png = tmp_path / "out" / file
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
+        assert f'src="{file}"' in page
+    assert all(m.name in page for m in report.models)
+    assert ReplayReport.from_json((tmp_path / "out" / "report.json").read_text()) == report
+
+
+def test_json_round_trip() -> None:
+    report = make_report(seed=3)
+
+    assert ReplayReport.from_json(report.to_json()) == report
+
+
+def test_a_valid_report_holds_every_invariant() -> None:
+    assert check_invariants(make_report()) == []
+    assert check_invariants(make_report(seed=2)) == []
+
+
+def _hour(report: ReplayReport, i: int, **coverage: float) -> ReplayReport:
+    hours = list(report.hours)
+    hours[i] = replace(hours[i], coverage=hours[i].coverage | coverage)
+    return replace(report, hours=hours)
+
+
+def _sweep_point(report: ReplayReport, i: int, **coverage: float) -> ReplayReport:
+    sweep = list(report.sweep)
+    sweep[i] = replace(sweep[i], coverage=sweep[i].coverage | coverage)
+    return replace(report, sweep=sweep)
+
+
+def _model(report: ReplayReport, name: str, **changes: float) -> ReplayReport:
+    return replace(report, models=[replace(m, **changes) if m.name == name else m for m in report.models])
+
+
+BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
+    "nan deep in the staleness": (
+        lambda r: replace(r, staleness_hours=r.staleness_hours | {"p90": math.nan}),
+        "report.staleness_hours.p90 is nan",
+    ),
+    "inf in a sweep point": (
+        lambda r: replace(r, sweep=[*r.sweep[:2], replace(r.sweep[2], fm_calls_per_served_pair=math.inf), r.sweep[3]]),
+        "report.sweep[2].fm_calls_per_served_pair is inf",
+    ),
+    "agg below pair in one hour": (
+        lambda r: _hour(r, 4, agg=0.3),
+        f"coverage by tier, hour {(START + timedelta(hours=4)).isoformat()}: pair",
+    ),
+    "the aggregate adds nothing": (
+        lambda r: replace(r, hours=[replace(h, coverage=h.coverage | {"agg": h.coverage["pair"]}) for h in r.hours]),
+        "the user aggregate adds nothing",
+    ),
+    "a tier missing": (
+        lambda r: replace(r, hours=[replace(r.hours[0], coverage={"pair": 0.4, "agg": 0.8}), *r.hours[1:]]),
+        "lacks coverage tier(s) knn",
+    ),
+    "knn coverage falls in the sweep": (lambda r: _sweep_point(r, 2, knn=0.5), "knn coverage falls"),
+    "pair coverage falls in the sweep": (lambda r: _sweep_point(r, 3, pair=0.1), "pair coverage falls"),
+    "a fraction missing from the sweep": (lambda r: replace(r, sweep=r.sweep[:3]), "fractions [0.05, 0.1, 0.2]"),
+    "base transfer ratio not 0": (lambda r: _model(r, "VM base", transfer_ratio=0.01), "'VM base' is 0.01, not 0"),
+    "no base VM": (lambda r: replace(r, models=r.models[:1]), "no 'VM base' model"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_each_broken_invariant_is_named(case: str) -> None:
+    breaks, sentence = BROKEN[case]
+    broken = breaks(make_report())
+
+    violations = check_invariants(broken)
+
+    assert len(violations) == 1 and sentence in violations[0], violations
+    assert sentence in table(broken) and "Invariants violated" in table(broken)
+
+
+def test_every_violation_is_reported_at_once(tmp_path: Path) -> None:
+    report = make_report()
+    for case in ("nan deep in the staleness", "agg below pair in one hour", "knn coverage falls in the sweep"):
+        report = BROKEN[case][0](report)
+    report = BROKEN["base transfer ratio not 0"][0](report)
+
+    assert len(check_invariants(report)) == 4
+    assert "VM base&#39; is 0.01, not 0</li>" in write_html(report, tmp_path).read_text()  # escaped, listed
+
+
+def test_an_empty_report_still_renders_and_says_what_is_missing(tmp_path: Path) -> None:
+    empty = replace(make_report(), hours=[], sweep=[], models=[])
+
+    violations = check_invariants(empty)
+
+    assert any("no hours" in v for v in violations) and any("fractions []" in v for v in violations)
+    assert any("no 'VM base' model" in v for v in violations)
+    assert "Invariants violated" in table(empty)
+    write_html(empty, tmp_path)
+    assert all((tmp_path / file).stat().st_size > 0 for file in PLOTS)
+
+
+def test_seed_spreads_are_mean_and_sample_sd_of_the_inputs() -> None:
+    reports = [make_report(seed) for seed in (0, 1, 2, 5)]
+
+    spreads = seed_spreads(reports)
+
+    for name in NE:
+        nes = [r.model(name).ne for r in reports]
+        s = spreads["NE"][name]
+        assert s.mean == pytest.approx(statistics.fmean(nes)) and s.sd == pytest.approx(statistics.stdev(nes))
+        assert (s.lo, s.hi) == (min(nes), max(nes))
+    assert "FM" not in spreads["transfer ratio"]
+    ratios = [r.model("SOLARIS +knn").transfer_ratio for r in reports]
+    assert spreads["transfer ratio"]["SOLARIS +knn"].sd == pytest.approx(statistics.stdev(ratios))
+    for tier in CUMULATIVE_TIERS:
+        per_seed = [statistics.fmean(h.coverage[tier] for h in r.hours if h.span == "eval") for r in reports]
+        assert spreads["coverage, eval span"][tier].mean == pytest.approx(statistics.fmean(per_seed))
+    sweep_ne = [next(p.ne for p in r.sweep if p.top_fraction == 0.1) for r in reports]
+    assert spreads["sweep NE"]["0.1"].sd == pytest.approx(statistics.stdev(sweep_ne))
+
+    text = seeds_table(reports)
+    distilled = spreads["NE"]["VM distilled"]
+    assert f"{distilled.mean:.4f} ± {distilled.sd:.4f} ({distilled.lo:.4f}..{distilled.hi:.4f})" in text
+    assert all(name in text for name in NE) and "seeds 0, 1, 2, 5" in text
+
+
+def test_a_preset_generated_per_seed_is_one_world() -> None:
+    reports = [replace(make_report(seed), world=f"tiny-seed{seed}") for seed in (0, 1)]
+
+    assert seeds_table(reports).startswith("SOLARIS replay: world tiny, seeds 0, 1")
+    with pytest.raises(ValueError, match="different worlds: tiny and tiny-seed2"):
+        seeds_table([reports[0], replace(reports[1], world="tiny-seed2")])
+
+
+def test_one_seed_has_no_spread() -> None:
+    spread = seed_spreads([make_report()])["NE"]["FM"]
+
+    assert spread.sd is None and spread.mean == spread.lo == spread.hi == NE["FM"]
+    assert f"{NE['FM']:.4f} ± —" in seeds_table([make_report()])
+
+
+@pytest.mark.parametrize(
+    ("reports", "message"),
+    [
+        ([], "needs at least one"),
+        ([make_report(0), replace(make_report(1), world="ml100k")], "different worlds: tiny and ml100k"),
+        ([make_report(1), make_report(1)], "a seed appears twice"),
+        ([make_report(0), replace(make_report(1), sweep=make_report(1).sweep[:3])], "other top_fractions"),
+        ([make_report(0), replace(make_report(1), models=make_report(1).models[:3])], "seed 1 has models"),
+    ],
+)
+def test_seeds_that_cannot_be_compared_are_refused(reports: list[ReplayReport], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        seeds_table(reports)
