@@ -120,7 +120,7 @@ def run_figures(client: MlflowClient, run_keys: Sequence[str]) -> dict[str, dict
 
 
 def coverage_by_hour(runs: Sequence[RunHealth], t: datetime, hours: int) -> list[CoveragePoint]:
-    """Oldest first, the hours in ``[t - hours, t)`` that a run measured (a run measures the hour before it)."""
+    """Oldest first, the hours in ``[t - hours, t)`` that one of ``runs`` measured (each the hour before it)."""
     points = {}
     for run in runs:
         hour = run.record.interval_start - HOUR
