@@ -5,7 +5,6 @@ Integer microseconds keep the TTL comparison exact on both backends (``expires_a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -39,8 +38,9 @@ def encode_vectors(vectors: np.ndarray, dtype: str) -> np.ndarray:
     return packed.view(f"V{packed.shape[1] * packed.itemsize}").ravel()
 
 
-def decode_vectors(blobs: Sequence[bytes], dim: int, dtype: str) -> np.ndarray:
-    if not blobs:
-        return np.zeros((0, dim), dtype=np.float32)
-    flat = np.frombuffer(b"".join(blobs), dtype=storage_dtype(dtype))
-    return flat.reshape(len(blobs), dim).astype(np.float32)
+def decode_vectors(data: bytes, dim: int, dtype: str) -> np.ndarray:
+    """Vectors stored back to back (``dim`` values each) as a float32 [n, dim] array."""
+    flat = np.frombuffer(data, dtype=storage_dtype(dtype))
+    if flat.size % dim:
+        raise ValueError(f"{len(data)} bytes of {dtype} vectors do not split into rows of {dim} values")
+    return flat.reshape(-1, dim).astype(np.float32)

@@ -73,30 +73,49 @@ def weighted_mean(
 PAIR_TIER, AGGREGATE_TIER, NEIGHBOUR_TIER = 0, 1, 2
 
 
-def assemble(index: PairIndex, rows: Sequence[tuple], dim: int, dtype: str) -> TierBatchRead:
-    """The batch read from the tagged rows of ``read_tiers.sql``: ``(tier, user, item, similarity, vector)``.
+@dataclass(frozen=True)
+class TierRows:
+    """The tagged rows of ``read_tiers.sql`` as columns, row i across all of them; ``vectors`` holds the
+    rows' vector bytes back to back."""
 
-    Columns are split once (``zip``) and every vector is decoded by one ``frombuffer``; the neighbour tier
-    is :func:`weighted_mean` over each requested pair's neighbour rows.
-    """
-    tier, users, items, similarity, blobs = zip(*rows, strict=True) if rows else ((),) * 5
-    tier_of = np.array(tier, dtype=np.int8)
-    users_of, items_of = np.array(users, dtype=np.int64), np.array(items, dtype=np.int64)
-    vectors = decode_vectors(blobs, dim, dtype)
+    tier: np.ndarray
+    user_ids: np.ndarray
+    item_ids: np.ndarray
+    similarity: np.ndarray
+    vectors: bytes
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple]) -> TierRows:
+        """From ``(tier, user, item, similarity, vector)`` tuples: columns split once, bytes joined once."""
+        tier, users, items, similarity, blobs = zip(*rows, strict=True) if rows else ((),) * 5
+        return cls(
+            np.array(tier, dtype=np.int8), np.array(users, dtype=np.int64), np.array(items, dtype=np.int64),
+            np.array(similarity, dtype=np.float64), b"".join(blobs),
+        )
+
+
+def assemble(index: PairIndex, rows: TierRows, dim: int, dtype: str) -> TierBatchRead:
+    """The batch read from the tagged rows: every vector decoded by one ``frombuffer``; the neighbour tier
+    is :func:`weighted_mean` over each requested pair's neighbour rows."""
+    vectors = decode_vectors(rows.vectors, dim, dtype)
+    if len(vectors) != len(rows.tier):
+        raise ValueError(f"{len(rows.tier)} tier rows came with {len(vectors)} vectors")
     size = len(index.codes)
 
     def pair_rows(which: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows of a pair-keyed tier that answer a requested pair, and those pairs' positions."""
-        rows_of = np.flatnonzero(tier_of == which)
-        keep, at = index.locate(users_of[rows_of], items_of[rows_of])
+        rows_of = np.flatnonzero(rows.tier == which)
+        keep, at = index.locate(rows.user_ids[rows_of], rows.item_ids[rows_of])
         return rows_of[keep], at
 
     rows_of, at = pair_rows(PAIR_TIER)
     pair, pair_mask = scatter(at, vectors[rows_of], size)
     rows_of, at = pair_rows(NEIGHBOUR_TIER)
-    knn, knn_mask = weighted_mean(at, np.array(similarity, dtype=np.float64)[rows_of], vectors[rows_of], size)
-    rows_of = np.flatnonzero(tier_of == AGGREGATE_TIER)
-    user_agg, user_mask = scatter(np.searchsorted(index.users, users_of[rows_of]), vectors[rows_of], len(index.users))
+    knn, knn_mask = weighted_mean(at, rows.similarity[rows_of].astype(np.float64), vectors[rows_of], size)
+    rows_of = np.flatnonzero(rows.tier == AGGREGATE_TIER)
+    user_agg, user_mask = scatter(
+        np.searchsorted(index.users, rows.user_ids[rows_of]), vectors[rows_of], len(index.users)
+    )
     row = index.inverse
     row_user = index.user_rank[row]
     return TierBatchRead(pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row])

@@ -1,8 +1,8 @@
-"""numpy integer arrays as PostgreSQL ``bigint[]`` parameters, dumped in binary by one vectorised pass.
+"""numpy arrays to and from PostgreSQL arrays in binary, each by one vectorised pass.
 
 psycopg dumps a Python list element by element (in text, with a quoting check per element: ~350 us for the
-200 ids of one request, a tenth of a serving read); the binary array format of int8 is fixed-width, so a
-whole array is one numpy structured array.
+200 ids of one request, a tenth of a serving read) and loads an array into a list of Python numbers; the
+binary array format of a fixed-width type is one numpy structured array: a 4-byte length, then the value.
 """
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from psycopg.adapt import Dumper
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
 INT8_OID, INT8_ARRAY_OID = 20, 1016
+# Array type oid -> big-endian element dtype, for the arrays the serving read returns.
+ELEMENT_DTYPES = {1005: ">i2", 1007: ">i4", 1016: ">i8", 1021: ">f4", 1022: ">f8"}
 
 
 class Int8ArrayDumper(Dumper):
@@ -33,6 +36,29 @@ class Int8ArrayDumper(Dumper):
         return header.tobytes() + elements.tobytes()
 
 
+class NumpyArrayLoader(Loader):
+    """A binary one-dimensional array of fixed-width numbers without NULLs, as a native-order numpy array."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> np.ndarray:
+        ndim, has_nulls = (int(v) for v in np.frombuffer(data, ">i4", 2))
+        element = np.dtype(ELEMENT_DTYPES[self.oid])
+        if ndim == 0:
+            return np.empty(0, dtype=element.newbyteorder("="))
+        if ndim != 1 or has_nulls:
+            raise ValueError(f"expected a one-dimensional array without NULLs, got {ndim} dimensions, nulls={has_nulls}")
+        size = int(np.frombuffer(data, ">i4", 1, 12)[0])
+        cells = np.frombuffer(data, [("len", ">i4"), ("value", element)], size, 20)
+        return cells["value"].astype(element.newbyteorder("="))  # a copy: the result buffer is freed later
+
+
 def register_int8_arrays(conn: Any) -> None:
     """Dump numpy arrays passed to this psycopg connection as ``bigint[]``."""
     conn.adapters.register_dumper(np.ndarray, Int8ArrayDumper)
+
+
+def register_numpy_array_loaders(conn: Any) -> None:
+    """Load the binary number arrays this connection receives as numpy arrays."""
+    for oid in ELEMENT_DTYPES:
+        conn.adapters.register_loader(oid, NumpyArrayLoader)

@@ -18,9 +18,9 @@ from sqlalchemy import Connection, create_engine, event
 from solaris.store import validate
 from solaris.store.base import StoreError
 from solaris.store.codec import MICROS_PER_HOUR
-from solaris.store.combine import PairIndex
+from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import PostgresStoreConfig
-from solaris.store.pgarrays import register_int8_arrays
+from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.pgcopy import binary_copy_payload
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 from solaris.store.sqlfiles import statements
@@ -48,6 +48,7 @@ class PostgresFeatureStore(SqlFeatureStore):
         conn = super()._open_reader()
         conn.autocommit = True  # a read is one statement: no BEGIN / ROLLBACK round trips
         conn.prepare_threshold = 0  # prepared on first use: the session's generic plan serves every read
+        register_numpy_array_loaders(conn)
         for statement in statements(self.dialect, "read_session"):
             conn.execute(statement)
         return conn
@@ -57,6 +58,10 @@ class PostgresFeatureStore(SqlFeatureStore):
 
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
         return {"users": users}
+
+    def _read_tier_rows(self, conn: Any, params: dict[str, Any]) -> TierRows:
+        # One row of columns, in binary: the arrays load straight into numpy (register_numpy_array_loaders).
+        return TierRows(*conn.execute(self._sql("read_tiers"), params, binary=True).fetchone())
 
     def _copy(self, conn: Connection, name: str, columns: list[tuple[str, np.ndarray]]) -> None:
         with conn.connection.driver_connection.cursor() as cur, cur.copy(self._sql(name)) as copy:

@@ -28,7 +28,7 @@ from solaris.store.base import (
     TierBatchRead,
 )
 from solaris.store.codec import MICROS_PER_HOUR, VECTOR_DTYPES, from_micros, to_micros
-from solaris.store.combine import PairIndex, assemble
+from solaris.store.combine import PairIndex, TierRows, assemble
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
 
@@ -83,6 +83,10 @@ class SqlFeatureStore(FeatureStore):
 
     @abstractmethod
     def _users_param(self, users: np.ndarray) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _read_tier_rows(self, conn: Any, params: dict[str, Any]) -> TierRows:
+        """``read_tiers`` run on a reader connection, its answer as columns."""
 
     def init_schema(self) -> None:
         with self._engine.begin() as conn:
@@ -195,7 +199,7 @@ class SqlFeatureStore(FeatureStore):
         index = self._request(user_ids, item_ids)
         params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
         with self._readers.connection() as conn:
-            rows = conn.execute(self._sql("read_tiers"), params).fetchall()
+            rows = self._read_tier_rows(conn, params)
         return assemble(index, rows, ver.dim, ver.dtype)
 
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:

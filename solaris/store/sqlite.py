@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import create_engine, event
 
 from solaris.store import validate
-from solaris.store.combine import PairIndex
+from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import SqliteStoreConfig
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 
@@ -40,6 +40,9 @@ class SqliteFeatureStore(SqlFeatureStore):
 
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
         return {"users": json.dumps(users.tolist())}
+
+    def _read_tier_rows(self, conn: Any, params: dict[str, Any]) -> TierRows:
+        return TierRows.from_rows(conn.execute(self._sql("read_tiers"), params).fetchall())
 
     def _write_pairs(self, batch: validate.PairBatch) -> None:
         s = batch.stamp

@@ -1,7 +1,9 @@
--- Every tier of a request in one statement (one round trip, one snapshot), rows tagged by tier:
+-- Every tier of a request in one statement (one round trip, one snapshot). Rows are tagged by tier:
 --   0 pair:       user_id, item_id, vector
 --   1 aggregate:  user_id, vector (item_id -1)
 --   2 neighbour:  user_id, item_id, similarity, vector (a fresh neighbour's fresh pair; similarity > 0)
+-- and come back as one row of columns (arrays, and the vectors' bytes back to back, in the same order),
+-- read in binary straight into numpy: one result row, not one Python tuple per tier row.
 -- %(users)s and %(items)s are the distinct requested ids; the store keeps the requested (user, item) pairs
 -- of the users x items answer. `sources` lists whose pairs each requested user needs (itself for tier 0, its
 -- neighbours for tier 2), so the pair table is read by one bitmap scan per live partition over all those
@@ -15,14 +17,18 @@ WITH sources AS MATERIALIZED (
     SELECT 2, user_id, neighbour_id, similarity
     FROM user_neighbours
     WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s AND similarity > 0
+), tiers AS (
+    SELECT s.tier, s.user_id, p.item_id, s.similarity, p.vector
+    FROM pair_embeddings AS p
+    JOIN sources AS s ON s.source_id = p.user_id
+    WHERE p.version_id = %(version)s AND p.expires_at > %(t)s
+      AND p.user_id = ANY(ARRAY(SELECT source_id FROM sources))
+      AND p.item_id IN (SELECT unnest(%(items)s::bigint[]))
+    UNION ALL
+    SELECT 1, user_id, -1, 0, vector
+    FROM user_aggregates
+    WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s
 )
-SELECT s.tier, s.user_id, p.item_id, s.similarity, p.vector
-FROM pair_embeddings AS p
-JOIN sources AS s ON s.source_id = p.user_id
-WHERE p.version_id = %(version)s AND p.expires_at > %(t)s
-  AND p.user_id = ANY(ARRAY(SELECT source_id FROM sources))
-  AND p.item_id IN (SELECT unnest(%(items)s::bigint[]))
-UNION ALL
-SELECT 1, user_id, -1, 0, vector
-FROM user_aggregates
-WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s
+SELECT coalesce(array_agg(tier), '{}'), coalesce(array_agg(user_id), '{}'), coalesce(array_agg(item_id), '{}'),
+       coalesce(array_agg(similarity), '{}'), coalesce(string_agg(vector, ''::bytea), ''::bytea)
+FROM tiers

@@ -9,7 +9,7 @@ from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
 from solaris.store.codec import to_micros
-from solaris.store.pgarrays import register_int8_arrays
+from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql
 
@@ -74,14 +74,34 @@ def test_numpy_arrays_reach_postgresql_as_bigint_arrays(pg_url: str, ids: np.nda
             conn.execute("SELECT %(ids)s::bigint[]", {"ids": np.array([1.5, 2.0])})
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "sql_type, values",
+    [("smallint", [1, -2]), ("integer", [2**31 - 1, 0]), ("bigint", [2**40, -5]), ("real", [0.5, -1.25]),
+     ("double precision", [1e300, 2.5])],
+)
+def test_postgresql_number_arrays_load_in_binary_as_numpy(pg_url: str, sql_type: str, values: list) -> None:
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
+        register_numpy_array_loaders(conn)
+        got = conn.execute(f"SELECT %s::{sql_type}[]", [values], binary=True).fetchone()[0]
+        assert isinstance(got, np.ndarray) and got.dtype.isnative and got.tolist() == values
+        assert conn.execute(f"SELECT '{{}}'::{sql_type}[]", binary=True).fetchone()[0].shape == (0,)
+        with pytest.raises(ValueError, match="one-dimensional array without NULLs"):
+            conn.execute(f"SELECT ARRAY[1, NULL]::{sql_type}[]", binary=True).fetchone()
+        with pytest.raises(ValueError, match="got 2 dimensions"):
+            conn.execute(f"SELECT ARRAY[[1], [2]]::{sql_type}[]", binary=True).fetchone()
+
+
 @pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_reads_recover_after_the_server_drops_the_reader_connection(store: FeatureStore, version: str) -> None:
     store.write_pair_embeddings("r", version, np.array([1]), np.array([10]), vecs(1), np.ones(1), T0, T0 + HOUR)
     assert store.read_tiers(version, 1, np.array([10]), T0).pair_mask.tolist() == [True]
+    with store._readers.connection() as reader:  # type: ignore[attr-defined]
+        pid = reader.info.backend_pid
     with store.engine.connect() as admin:  # type: ignore[attr-defined]
         killed = admin.exec_driver_sql(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%%AS tier%%'"
+            f" WHERE pid = {pid} AND application_name = 'solaris-store-reader'"
         ).all()
     assert killed == [(True,)]
     with pytest.raises(psycopg.OperationalError):
