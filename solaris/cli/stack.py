@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     db.add_argument("--sqlite", action="store_true", help="SQLite metadata DB without trying PostgreSQL")
     up.add_argument(
         "--postgres-admin-url", default=DEFAULT_ADMIN_URL,
-        help=f"server on which to create and use database --airflow-database when it answers (default {DEFAULT_ADMIN_URL})",
+        help=f"use (creating it) database --airflow-database on this server when it answers ({DEFAULT_ADMIN_URL})",
     )  # fmt: skip
     up.add_argument("--airflow-database", default=DEFAULT_DATABASE)
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every service to be healthy")

@@ -43,9 +43,10 @@ class Proc:
 
 
 def start(name: str, argv: Sequence[str], env: Mapping[str, str], log: Path, cwd: Path) -> Proc:
-    """Start ``argv`` detached in a new session, stdout and stderr appended to ``log``."""
+    """Start ``argv`` detached in a new session, stdout and stderr to ``log`` (begun afresh, so a failure's
+    tail is this start's)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
+    with open(log, "wb") as out:
         child = subprocess.Popen(
             list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -137,7 +137,8 @@ def test_every_airflow_command_and_module_exists(services: dict[str, dict[str, A
     airflow_argvs = [argv[1:] for s in services.values() if _ours(s) for argv in _commands(s) if argv[0] == "airflow"]
     healthchecks = [s["healthcheck"]["test"] for s in services.values() if _ours(s) and "healthcheck" in s]
     airflow_argvs += [t[2:] for t in healthchecks if t[:2] == ["CMD", "airflow"]]
-    celery_apps = [_option(shlex.split(t[1]), "--app") for t in healthchecks if t[0] == "CMD-SHELL" and "celery" in t[1]]
+    shells = [shlex.split(t[1]) for t in healthchecks if t[0] == "CMD-SHELL"]
+    celery_apps = [_option(argv, "--app") for argv in shells if argv[0] == "celery"]
     assert {a[0] for a in airflow_argvs} >= {"api-server", "scheduler", "dag-processor", "triggerer", "celery", "db"}
     assert celery_apps, "the workers' healthchecks name the Celery app"
     script = """
