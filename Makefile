@@ -9,11 +9,12 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # torch goes first, pinned, so that pip takes the local CPU wheel instead of resolving a CUDA build.
+# The celery extra is there for tests/ops/test_compose.py, which parses the compose workers' Airflow commands.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q pip==26.3
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,celery]"
 	touch $(STAMP)
 
 run: $(STAMP)
