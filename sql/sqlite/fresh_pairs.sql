@@ -1,4 +1,4 @@
--- Same access path as the pair tier of read_tiers.sql, without the vectors.
+-- The access path of read_tiers.sql for the requested users' own pairs, without the vectors.
 SELECT p.user_id, p.item_id
 FROM json_each(:users) AS u
 CROSS JOIN pair_embeddings AS p
