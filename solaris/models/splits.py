@@ -42,11 +42,15 @@ class TimeSplit:
 
     @classmethod
     def from_log(cls, log: EventLog, fractions: tuple[float, ...] = DEFAULT_FRACTIONS) -> TimeSplit:
-        hours = log.hours()
+        return cls.from_hours(log.hours(), fractions, str(log.root))
+
+    @classmethod
+    def from_hours(cls, hours: list[datetime], fractions: tuple[float, ...], what: str = "span") -> TimeSplit:
+        """Split consecutive ``hours`` by ``fractions`` (a replay splits only its training span)."""
         if len(fractions) != len(SPLITS) or any(f <= 0 for f in fractions):
             raise ValueError(f"split fractions {fractions} must be {len(SPLITS)} positive shares")
         if len(hours) < len(SPLITS):
-            raise ValueError(f"event log {log.root} spans {len(hours)} hours; a time split needs {len(SPLITS)}")
+            raise ValueError(f"{what} spans {len(hours)} hours; a time split needs {len(SPLITS)}")
         shares = np.cumsum(fractions)[:-1] / sum(fractions)
         edges = [0]
         for k, share in enumerate(shares):

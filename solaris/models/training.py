@@ -218,3 +218,23 @@ def train_vm(
 
     result = fit(model, batches, vm_loss, valid_loss, fit_config, f"VM {config.variant}", on_epoch)
     return model, result
+
+
+def refresh_vm(
+    model: VerticalModel,
+    train: tuple[np.ndarray, np.ndarray],
+    valid: tuple[np.ndarray, np.ndarray],
+    fit_config: FitConfig,
+    desc: str,
+) -> tuple[VerticalModel, FitResult]:
+    """A copy of ``model`` trained further on (inputs, targets) of recent hours: the refresh that keeps every
+    variant equally fresh. Inputs are taken as they are (features as served carry their real coverage)."""
+    refreshed = copy.deepcopy(model)
+    vx, vy = _tensors(*valid)
+
+    def batches(rng: np.random.Generator) -> Iterable[Batch]:
+        for x, y in minibatches(train, fit_config.batch_size, rng):
+            yield _tensors(x, y)
+
+    result = fit(refreshed, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, desc)
+    return refreshed, result

@@ -50,7 +50,11 @@ def staging(settings: Settings, run: HourRun) -> Staging:
 
 
 def code_log(settings: Settings, run: HourRun) -> CodeLog:
-    return CodeLog(settings.data_dir / "precompute" / "codes", run.embedding_version, run.code_dim)
+    return code_log_of(settings, run.embedding_version, run.code_dim)
+
+
+def code_log_of(settings: Settings, version: str, code_dim: int) -> CodeLog:
+    return CodeLog(settings.data_dir / "precompute" / "codes", version, code_dim)
 
 
 def knn_state_dir(settings: Settings, run: HourRun) -> Path:

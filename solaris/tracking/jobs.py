@@ -8,6 +8,7 @@ with the tags that link it to what it depends on, and moves the ``challenger`` a
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
 import mlflow
@@ -56,11 +57,13 @@ class World:
     items: IdTable
 
     @classmethod
-    def open(cls, root: Path, fractions: tuple[float, ...] = DEFAULT_FRACTIONS) -> World:
+    def open(cls, root: Path, fractions: tuple[float, ...] = DEFAULT_FRACTIONS, until: datetime | None = None) -> World:
+        """The log at ``root``, split over its hours before ``until`` (default: all of them)."""
         log = EventLog(Path(root))
+        hours = [h for h in log.hours() if until is None or h < until]
         return cls(
             log=log,
-            split=TimeSplit.from_log(log, fractions),
+            split=TimeSplit.from_hours(hours, fractions, f"event log {log.root}"),
             index=HistoryIndex.from_table(log.impressions(log.start, log.end, HISTORY_COLUMNS)),
             users=IdTable.from_table(log.users(), "user_id", "u_"),
             items=IdTable.from_table(log.items(), "item_id", "i_"),
@@ -173,10 +176,11 @@ def register_vm(
     return registry.log_model(client, vm, VM_MODEL, vm.config.columns(), example, tags)
 
 
-def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan()) -> TrainReport:
-    """FM -> AE -> every VM variant -> promotion gate for the served variant's chain."""
+def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), until: datetime | None = None) -> TrainReport:
+    """FM -> AE -> every VM variant -> promotion gate for the served variant's chain, on the log's hours
+    before ``until`` (default: all)."""
     client = registry.connect(settings)
-    world = World.open(root, plan.fractions)
+    world = World.open(root, plan.fractions, until)
     fm = train_fm_job(client, settings, world, plan)
     ae = train_ae_job(client, settings, world, fm, plan)
     teacher = Teacher(fm.model, ae.model, fm.version, ae.version, plan.device)

@@ -15,7 +15,7 @@ HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow",
 
 def test_dag_folder_parses_without_errors(dagbag: Any) -> None:
     assert dagbag.import_errors == {}
-    assert set(dagbag.dags) == {"solaris_precompute", "solaris_train"}
+    assert set(dagbag.dags) == {"solaris_precompute", "solaris_replay", "solaris_train"}
 
 
 def test_every_dag_has_tags_retries_and_docs(dagbag: Any) -> None:
@@ -42,6 +42,17 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
     assert {a.name for a in dag.task_dict["resolve"].inlets} == {"solaris_vm_champion"}
     emitted = {a.name for a in dagbag.dags["solaris_train"].task_dict["announce"].outlets}
     assert "solaris_vm_champion" in emitted
+
+
+def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: Any) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    dag = dagbag.dags["solaris_replay"]
+    assert dag.schedule is None
+    assert set(dag.params) == {"preset", "world", "seeds", "top_fraction", "ttl_hours", "sweep"}
+    assert dag.params.get_param("seeds").schema["items"] == {"type": "integer", "minimum": 0}
+    assert isinstance(dag.task_dict["replay_seed"], MappedOperator)
+    assert dag.task_dict["summarize"].upstream_task_ids == {"replay_seed"}
 
 
 def test_dag_modules_import_nothing_heavy_at_top_level(airflow_env: dict[str, str]) -> None:

@@ -1,0 +1,83 @@
+"""A span's served events: its impressions (the labelled pairs), the FM's probability for each, and the VM
+inputs exactly as the ranker served them, read back from the features-as-served log.
+
+Every model is scored on the same rows. The FM's inputs are built as of each impression (history strictly
+before it) and the FM never trained on these hours, so nothing here has seen its label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from solaris.data.eventlog import EventLog
+from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, ts_micros
+from solaris.models.fm import FoundationModel, embed
+from solaris.models.splits import Span
+from solaris.models.vm import TIERS
+from solaris.serving.servedlog import read_served, served_codes
+
+SERVED_COLUMNS = ["request_id", "ts", "user_id", "item_id", "position"]
+
+
+@dataclass(frozen=True)
+class ServedEvents:
+    click: np.ndarray  # (n,) float32
+    fm_click: np.ndarray  # (n,) the FM's click probability
+    base: np.ndarray  # (n, 4) the base VM's inputs
+    served: np.ndarray  # (n, 4 + 3 * (code_dim + 1)) the SOLARIS VM's inputs as served
+    tiers: np.ndarray  # (n,) int8 tier that fed each row
+    hours: np.ndarray  # (n,) int64 hour index since the epoch, to split a span by time
+
+    def __len__(self) -> int:
+        return int(self.click.size)
+
+    def select(self, mask: np.ndarray) -> ServedEvents:
+        return ServedEvents(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
+
+
+def served_events(
+    log: EventLog, span: Span, served_dir: Path, code_dim: int, fm: FoundationModel, index: HistoryIndex, device: str
+) -> ServedEvents:
+    """The span's impressions joined to what was served for each (by request and item)."""
+    shown = log.impressions(span.start, span.end)
+    served = read_served(served_dir, span.start, span.end, code_dim)
+    order = _match(shown, served)
+    served = served.take(pa.array(order))
+    fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
+    ts = ts_micros(shown["ts"])
+    base = base_matrix(shown["user_id"].to_numpy(), shown["item_id"].to_numpy(), ts, shown["position"].to_numpy())
+    blocks = [base]
+    for tier in TIERS:
+        blocks += [served_codes(served, tier), served[f"{tier}_flag"].to_numpy().astype(np.float32)[:, None]]
+    return ServedEvents(
+        click=shown["click"].to_numpy().astype(np.float32),
+        fm_click=fm_click.astype(np.float32),
+        base=base,
+        served=np.concatenate(blocks, axis=1, dtype=np.float32),
+        tiers=served["tier"].to_numpy().astype(np.int8),
+        hours=ts // 3_600_000_000,
+    )
+
+
+def _match(shown: pa.Table, served: pa.Table) -> np.ndarray:
+    """Index into ``served`` of each shown impression; every impression must have been served exactly once."""
+    keys = [_key(t) for t in (shown, served)]
+    if len(np.unique(keys[1])) != len(keys[1]):
+        raise ValueError("the served log holds a (request, item) pair twice: was an hour served twice?")
+    order = np.argsort(keys[1])
+    at = np.searchsorted(keys[1], keys[0], sorter=order)
+    found = order[np.minimum(at, len(order) - 1)] if len(order) else np.zeros(len(keys[0]), np.int64)
+    missing = (at >= len(order)) | (keys[1][found] != keys[0]) if len(order) else np.ones(len(keys[0]), bool)
+    if missing.any():
+        raise ValueError(f"{int(missing.sum())} impressions have no served row: the replay did not serve their hour")
+    return found
+
+
+def _key(table: pa.Table) -> np.ndarray:
+    request = pc.fill_null(table["request_id"], -1).to_numpy().astype(np.int64)
+    return request * (1 << 24) + table["item_id"].to_numpy().astype(np.int64)

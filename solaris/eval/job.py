@@ -1,0 +1,115 @@
+"""The replay as a job (the CLI and the ``solaris_replay`` DAG call this): one replay per seed, each report
+written to its folder (HTML, PNGs, JSON) and logged to the user's MLflow, and a summary across seeds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import mlflow
+
+from solaris.config import Settings
+from solaris.eval import report as render
+from solaris.eval.figures import ReplayReport
+from solaris.eval.replay import ReplayConfig, mean_coverage, run_replay
+from solaris.tracking import registry
+
+EXPERIMENT = "solaris-replay"
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    preset: str | None = None
+    world: str | None = None
+    log: Path | None = None
+    seeds: tuple[int, ...] = (0,)
+    top_fraction: float = 0.2
+    ttl_hours: int = 4
+    out: Path | None = None
+    sweep: bool = True
+
+    def __post_init__(self) -> None:
+        if sum(x is not None for x in (self.preset, self.world, self.log)) != 1:
+            raise ValueError("a replay needs exactly one of preset, world or log")
+        if not self.seeds:
+            raise ValueError("a replay needs at least one seed")
+
+    @property
+    def name(self) -> str:
+        return self.preset or self.world or Path(self.log).name  # type: ignore[arg-type]
+
+
+def log_root(settings: Settings, request: ReplayRequest, seed: int) -> Path:
+    """The event log of one seed: a preset is generated per seed (once), a world or log is used as it is."""
+    if request.log is not None:
+        return Path(request.log)
+    if request.world is not None:
+        return settings.world_dir(request.world)
+    from solaris.data.synthetic import generate_world, preset
+
+    root = settings.world_dir(f"{request.preset}-seed{seed}")
+    if not (root / "meta.json").exists():
+        generate_world(preset(request.preset).with_seed(seed), root, overwrite=True, progress=False)
+    return root
+
+
+def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: ReplayConfig = ReplayConfig()) -> ReplayConfig:
+    return replace(
+        base,
+        seed=seed,
+        top_fraction=request.top_fraction,
+        ttl_hours=request.ttl_hours,
+        sweep=base.sweep if request.sweep else (),
+        device="cpu" if settings.device == "auto" else settings.device,
+    )
+
+
+def replay_one(settings: Settings, request: ReplayRequest, seed: int, config: ReplayConfig = ReplayConfig()) -> Path:
+    """One seed's replay; its report (HTML, PNGs, report.json) goes to a folder and to MLflow. Returns the
+    report folder."""
+    folder = (request.out or settings.data_dir / "replay" / request.name) / f"seed-{seed}"
+    config = replay_config(settings, request, seed, config)
+    report = run_replay(settings, log_root(settings, request, seed), folder / "state", config)
+    render.write_html(report, folder / "report")
+    log_to_mlflow(settings, report, folder / "report")
+    return folder / "report"
+
+
+def summary(report_folders: list[Path]) -> str:
+    """Each seed's table, invariant violations named, then the spread across seeds."""
+    reports = [ReplayReport.from_json((f / "report.json").read_text()) for f in report_folders]
+    parts = []
+    for report, folder in zip(reports, report_folders, strict=True):
+        parts += [render.table(report), f"report: {folder / 'report.html'}"]
+        broken = render.check_invariants(report)
+        if broken:
+            parts.append("INVARIANTS VIOLATED:\n" + "\n".join(f"- {b}" for b in broken))
+    if len(reports) > 1:
+        parts.append(render.seeds_table(reports))
+    return "\n\n".join(parts)
+
+
+def _metric_name(text: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_").lower()
+
+
+def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> None:
+    client = registry.connect(settings)
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, EXPERIMENT))
+    eval_hours = [h for h in report.hours if h.span == "eval"]
+    with mlflow.start_run(run_name=f"replay-{report.world}-seed{report.seed}"):
+        mlflow.log_params({"world": report.world, "seed": report.seed, **{f"span_{k}": v for k, v in report.spans.items()}})
+        for m in report.models:
+            key = _metric_name(m.name)
+            mlflow.log_metrics({f"ne_{key}": m.ne, f"auc_{key}": m.auc, f"log_loss_{key}": m.log_loss})
+            if m.transfer_ratio is not None:
+                mlflow.log_metric(f"transfer_{key}", m.transfer_ratio)
+        if eval_hours:
+            mlflow.log_metrics({f"coverage_eval_{k}": v for k, v in mean_coverage(eval_hours).items()})
+        mlflow.log_metrics(
+            {"fm_calls_per_served_pair": report.fm_calls_per_served_pair}
+            | {f"staleness_hours_{k}": v for k, v in report.staleness_hours.items()}
+        )
+        mlflow.log_artifacts(str(folder), artifact_path="report")

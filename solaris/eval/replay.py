@@ -1,0 +1,216 @@
+"""``run_replay``: train on the first span, replay the logging span hour by hour (precompute, serve, log
+features as served), refresh every VM variant on it, replay the evaluation span and score every model on
+its served events, then sweep the precompute budget over the evaluation span.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.data.hourly import HOUR, hours_between
+from solaris.eval import loop
+from solaris.eval.events import ServedEvents, served_events
+from solaris.eval.figures import HourFigures, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.spans import ReplaySpans
+from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, evaluate, refresh, variant
+from solaris.models import metrics
+from solaris.models.calibration import PlattScaling
+from solaris.models.training import FitConfig
+from solaris.models.vm import VerticalModel
+from solaris.serving import Ranker
+from solaris.serving.champion import ServingModel, load_serving_model
+from solaris.serving.servedlog import ServedLog
+from solaris.store import open_configured_store
+from solaris.tracking import registry
+from solaris.tracking.jobs import TrainPlan, TrainReport, World, train_all
+
+SWEEP = (0.05, 0.1, 0.2, 0.4)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    seed: int = 0
+    fractions: tuple[float, float, float] = (0.5, 0.3, 0.2)  # train, logging, eval
+    top_fraction: float = 0.2
+    ttl_hours: int = 4
+    sweep: tuple[float, ...] = SWEEP
+    sweep_warmup_hours: int = 8  # precompute before the eval span in each sweep arm, so its store is warm
+    valid_hours: int = 2  # the logging span's last hours: early stopping of every refresh
+    fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
+    device: str = "cpu"
+    progress: bool = True
+
+    def precompute_params(self, top_fraction: float) -> dict[str, object]:
+        return {"top_fraction": top_fraction, "ttl_hours": self.ttl_hours, "shards": 1, "device": self.device}
+
+
+@dataclass
+class Replay:
+    """What the phases share: the log, its spans, the replay's own settings (store, data, registry)."""
+
+    config: ReplayConfig
+    log: EventLog
+    spans: ReplaySpans
+    out: Path
+    settings: Settings
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def phase(self, name: str, work: Callable[[], T]) -> T:
+        if self.config.progress:
+            print(f"[replay] {name} ...", flush=True)
+        started = time.perf_counter()
+        result = work()
+        self.seconds[name] = round(time.perf_counter() - started, 1)
+        return result
+
+    def arm_settings(self, name: str) -> Settings:
+        """A fresh store and data folder under ``out/name``; the replay's registry."""
+        return loop.isolated_settings(self.settings, self.out / name, self.log.root, self.out / "mlflow")
+
+
+def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConfig = ReplayConfig()) -> ReplayReport:
+    """Replay the event log at ``log_root`` into ``out`` (wiped first: no state leaks between replays)."""
+    log = EventLog(Path(log_root))
+    spans = ReplaySpans.of(log, config.fractions)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "mlflow").mkdir(parents=True)
+    replay = Replay(config, log, spans, out, settings)
+    replay.settings = replay.arm_settings("main")
+
+    trained = replay.phase("train FM, AE and first-stage VMs", lambda: _train(replay))
+    world = World.open(log.root, TrainPlan().fractions, spans.train.end)
+    client = registry.connect(replay.settings)
+    model = load_serving_model(client, registry.resolve_champions(client).vm)
+    params = config.precompute_params(config.top_fraction)
+    with open_configured_store(replay.settings, init=True) as store:
+        ranker = Ranker(store, model, ServedLog(replay.settings.data_dir / "served"))
+        logged = replay.phase("logging span", lambda: _replay_span(replay, ranker, "logging", params))
+        evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, "eval", params))
+        ranker.close()
+
+    def events(span: str, settings: Settings) -> ServedEvents:
+        served = settings.data_dir / "served"
+        return served_events(log, getattr(spans, span), served, model.code_dim, trained.fm.model, world.index, config.device)
+
+    logging_events = events("logging", replay.settings)
+    # The FM froze at the end of the training span while the VMs are refreshed on the logging span: its
+    # click head is recalibrated on the same hours (two numbers, fitted on labels the eval never sees).
+    calibrate = PlattScaling.fit(logging_events.fm_click, logging_events.click)
+    logging_events = replace(logging_events, fm_click=calibrate(logging_events.fm_click))
+    refreshed = replay.phase("refresh every VM", lambda: _refresh(replay, trained, logging_events))
+    eval_events = events("eval", replay.settings)
+    eval_events = replace(eval_events, fm_click=calibrate(eval_events.fm_click))
+    scores = _scores(eval_events, refreshed)
+    sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, model, refreshed[SWEEP_VARIANT], scores, events))
+    return ReplayReport(
+        world=str(log.meta.get("name", log.root.name)),
+        seed=config.seed,
+        spans=spans.as_dict(),
+        models=scores,
+        hours=logged.figures + evaluated.figures,
+        sweep=sweep,
+        fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
+        staleness_hours=distribution(evaluated.staleness_hours),
+        seconds=replay.seconds,
+    )
+
+
+def _train(replay: Replay) -> TrainReport:
+    plan = TrainPlan(fit=replace(replay.config.fit, seed=replay.config.seed), device=replay.config.device)
+    return train_all(replay.settings, replay.log.root, plan, until=replay.spans.train.end)
+
+
+def _replay_span(replay: Replay, ranker: Ranker, span: str, params: dict[str, object]) -> loop.SpanRun:
+    s = getattr(replay.spans, span)
+    return loop.replay_hours(replay.settings, hours_between(s.start, s.end), s.start, params, ranker, span, replay.config.progress)
+
+
+def _refresh(replay: Replay, trained: TrainReport, logging: ServedEvents) -> dict[str, VerticalModel]:
+    """Every variant refreshed on the logging span; its last ``valid_hours`` decide early stopping."""
+    cut = int(logging.hours.max()) - replay.config.valid_hours + 1
+    train, valid = logging.select(logging.hours < cut), logging.select(logging.hours >= cut)
+    if not len(train) or not len(valid):
+        raise ValueError(f"the logging span is too short to hold {replay.config.valid_hours} validation hours")
+    return {v.name: refresh(v, trained.vms[v.first_stage].model, train, valid, replay.config.fit) for v in VARIANTS}
+
+
+def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel]) -> list[ModelScore]:
+    fm = metrics.summary(events.click, events.fm_click)
+    found = {name: evaluate(variant(name), model, events) for name, model in refreshed.items()}
+    base_ne = found["VM base"]["ne"]
+    scores = [ModelScore("FM", fm["ne"], fm["log_loss"], fm["auc"], None)]
+    for name, m in found.items():
+        ratio = metrics.transfer_ratio(base_ne, m["ne"], fm["ne"])
+        scores.append(ModelScore(name, m["ne"], m["log_loss"], m["auc"], ratio))
+    return scores
+
+
+def _sweep(
+    replay: Replay,
+    model: ServingModel,
+    vm: VerticalModel,
+    scores: list[ModelScore],
+    events: Callable[[str, Settings], ServedEvents],
+) -> list[SweepPoint]:
+    """Each top_fraction replays the warm-up hours and the eval span on a fresh store; the refreshed
+    all-tier VM is scored on what each arm served."""
+    fm_ne = next(s.ne for s in scores if s.name == "FM")
+    base_ne = next(s.ne for s in scores if s.name == "VM base")
+    spans, config = replay.spans, replay.config
+    warm_start = max(spans.eval.start - config.sweep_warmup_hours * HOUR, spans.logging.start)
+    points = []
+    for fraction in config.sweep:
+        settings = replay.arm_settings(f"sweep-{fraction:g}")
+        with open_configured_store(settings, init=True) as store:
+            ranker = Ranker(store, model, ServedLog(settings.data_dir / "served"))
+            run = loop.replay_hours(
+                settings,
+                hours_between(warm_start, spans.eval.end),
+                spans.eval.start,
+                config.precompute_params(fraction),
+                ranker,
+                f"sweep {fraction:g}",
+                config.progress,
+            )
+            ranker.close()
+        ne = evaluate(variant(SWEEP_VARIANT), vm, events("eval", settings))["ne"]
+        points.append(
+            SweepPoint(
+                top_fraction=fraction,
+                coverage=mean_coverage(run.figures),
+                ne=ne,
+                transfer_ratio=metrics.transfer_ratio(base_ne, ne, fm_ne),
+                fm_calls_per_served_pair=fm_calls_per_served_pair(run.figures),
+            )
+        )
+    return points
+
+
+def mean_coverage(figures: list[HourFigures]) -> dict[str, float]:
+    """Coverage over all pairs served in these hours (hours weighted by what they served)."""
+    served = np.array([f.served for f in figures], float)
+    return {tier: float(np.dot(served, [f.coverage[tier] for f in figures]) / max(served.sum(), 1.0)) for tier in figures[0].coverage}
+
+
+def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:
+    """FM embeddings computed per pair served from the pair tier: what one useful embedding costs."""
+    served_on_pair = sum(f.served * f.coverage["pair"] for f in figures)
+    return sum(f.fm_calls for f in figures) / served_on_pair if served_on_pair else float("inf")
+
+
+def distribution(values: np.ndarray) -> dict[str, float]:
+    if not len(values):
+        return {"mean": 0.0, "p50": 0.0, "p90": 0.0, "max": 0.0}
+    p50, p90 = np.percentile(values, [50, 90])
+    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "max": float(values.max())}

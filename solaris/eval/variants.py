@@ -1,0 +1,78 @@
+"""The VM variants a replay compares, their refresh on the logging span and their scores.
+
+Every variant starts from a first-stage VM trained on the training span and is refreshed on the same
+logging hours with the same fit settings, so all are equally fresh. The SOLARIS variants differ only in
+the embedding tiers they may see (the others are zeroed, flag included) and in the distillation target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solaris.eval.events import ServedEvents
+from solaris.models import metrics
+from solaris.models.features import BASE_COLUMNS
+from solaris.models.training import FitConfig, refresh_vm
+from solaris.models.vm import TIERS, VerticalModel, score
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    first_stage: str  # the TrainPlan variant whose weights it starts from
+    tiers: tuple[str, ...]  # embedding tiers it sees; () for the VMs without embeddings
+    distill: bool
+
+
+VARIANTS = (
+    Variant("VM base", "base", (), False),
+    Variant("VM distilled", "distilled", (), True),
+    Variant("SOLARIS pair", "solaris", ("pair",), False),
+    Variant("SOLARIS +agg", "solaris", ("pair", "agg"), False),
+    Variant("SOLARIS +knn", "solaris", TIERS, False),
+    Variant("SOLARIS all+distill", "solaris_distilled", TIERS, True),
+)
+SWEEP_VARIANT = "SOLARIS +knn"  # all tiers, no distillation: NE against coverage without a second effect
+
+
+def variant(name: str) -> Variant:
+    for v in VARIANTS:
+        if v.name == name:
+            return v
+    raise KeyError(f"no VM variant {name!r}")
+
+
+def inputs(v: Variant, events: ServedEvents, code_dim: int) -> np.ndarray:
+    if not v.tiers:
+        return events.base
+    x = events.served.copy()
+    for k, tier in enumerate(TIERS):
+        if tier not in v.tiers:
+            start = len(BASE_COLUMNS) + k * (code_dim + 1)
+            x[:, start : start + code_dim + 1] = 0.0
+    return x
+
+
+def targets(v: Variant, events: ServedEvents, alpha: float) -> np.ndarray:
+    if not v.distill:
+        return events.click
+    return ((1 - alpha) * events.click + alpha * events.fm_click).astype(np.float32)
+
+
+def refresh(v: Variant, first_stage: VerticalModel, train: ServedEvents, valid: ServedEvents, fit: FitConfig) -> VerticalModel:
+    """Train a copy of the first stage further on the logging span; validation scores hard labels."""
+    dim, alpha = first_stage.config.code_dim, first_stage.config.distill_alpha
+    model, _ = refresh_vm(
+        first_stage,
+        (inputs(v, train, dim), targets(v, train, alpha)),
+        (inputs(v, valid, dim), valid.click),
+        fit,
+        f"refresh {v.name}",
+    )
+    return model
+
+
+def evaluate(v: Variant, model: VerticalModel, events: ServedEvents) -> dict[str, float]:
+    return metrics.summary(events.click, score(model, inputs(v, events, model.config.code_dim)))
