@@ -29,6 +29,8 @@ class ReplayRequest:
     ttl_hours: int = 4
     out: Path | None = None
     sweep: bool = True
+    sweep_warmup_hours: int = 8
+    sweep_hours: int | None = None
 
     def __post_init__(self) -> None:
         if sum(x is not None for x in (self.preset, self.world, self.log)) != 1:
@@ -62,6 +64,8 @@ def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: R
         top_fraction=request.top_fraction,
         ttl_hours=request.ttl_hours,
         sweep=base.sweep if request.sweep else (),
+        sweep_warmup_hours=request.sweep_warmup_hours,
+        sweep_hours=request.sweep_hours,
         device="cpu" if settings.device == "auto" else settings.device,
     )
 

@@ -24,6 +24,7 @@ from solaris.eval.spans import ReplaySpans
 from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, evaluate, refresh, variant
 from solaris.models import metrics
 from solaris.models.calibration import PlattScaling
+from solaris.models.splits import Span
 from solaris.models.training import FitConfig
 from solaris.models.vm import VerticalModel
 from solaris.serving import Ranker
@@ -44,7 +45,8 @@ class ReplayConfig:
     top_fraction: float = 0.2
     ttl_hours: int = 4
     sweep: tuple[float, ...] = SWEEP
-    sweep_warmup_hours: int = 8  # precompute before the eval span in each sweep arm, so its store is warm
+    sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
+    sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
     valid_hours: int = 2  # the logging span's last hours: early stopping of every refresh
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
     device: str = "cpu"
@@ -99,20 +101,20 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, "eval", params))
         ranker.close()
 
-    def events(span: str, settings: Settings) -> ServedEvents:
+    def events(span: Span, settings: Settings) -> ServedEvents:
         served = settings.data_dir / "served"
-        return served_events(log, getattr(spans, span), served, model.code_dim, trained.fm.model, world.index, config.device)
+        return served_events(log, span, served, model.code_dim, trained.fm.model, world.index, config.device)
 
-    logging_events = events("logging", replay.settings)
+    logging_events = events(spans.logging, replay.settings)
     # The FM froze at the end of the training span while the VMs are refreshed on the logging span: its
     # click head is recalibrated on the same hours (two numbers, fitted on labels the eval never sees).
     calibrate = PlattScaling.fit(logging_events.fm_click, logging_events.click)
     logging_events = replace(logging_events, fm_click=calibrate(logging_events.fm_click))
     refreshed = replay.phase("refresh every VM", lambda: _refresh(replay, trained, logging_events))
-    eval_events = events("eval", replay.settings)
+    eval_events = events(spans.eval, replay.settings)
     eval_events = replace(eval_events, fm_click=calibrate(eval_events.fm_click))
     scores = _scores(eval_events, refreshed)
-    sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, model, refreshed[SWEEP_VARIANT], scores, events))
+    sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, model, refreshed, eval_events, events))
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,
@@ -159,16 +161,20 @@ def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel]) -> list[M
 def _sweep(
     replay: Replay,
     model: ServingModel,
-    vm: VerticalModel,
-    scores: list[ModelScore],
-    events: Callable[[str, Settings], ServedEvents],
+    refreshed: dict[str, VerticalModel],
+    eval_events: ServedEvents,
+    events: Callable[[Span, Settings], ServedEvents],
 ) -> list[SweepPoint]:
-    """Each top_fraction replays the warm-up hours and the eval span on a fresh store; the refreshed
-    all-tier VM is scored on what each arm served."""
-    fm_ne = next(s.ne for s in scores if s.name == "FM")
-    base_ne = next(s.ne for s in scores if s.name == "VM base")
+    """Each top_fraction replays warm-up hours and the (last ``sweep_hours`` of the) eval span on a fresh
+    store; the refreshed all-tier VM is scored on what each arm served, the FM and the base VM on the same
+    hours of the main run (they read no store, so every arm would give them the same events)."""
     spans, config = replay.spans, replay.config
-    warm_start = max(spans.eval.start - config.sweep_warmup_hours * HOUR, spans.logging.start)
+    swept = spans.eval.hours if config.sweep_hours is None else min(config.sweep_hours, spans.eval.hours)
+    serve_from = spans.eval.end - swept * HOUR
+    warm_start = max(serve_from - config.sweep_warmup_hours * HOUR, spans.logging.start)
+    same_hours = eval_events.select(eval_events.hours >= int(serve_from.timestamp()) // 3600)
+    fm_ne = metrics.normalized_entropy(same_hours.click, same_hours.fm_click)
+    base_ne = evaluate(variant("VM base"), refreshed["VM base"], same_hours)["ne"]
     points = []
     for fraction in config.sweep:
         settings = replay.arm_settings(f"sweep-{fraction:g}")
@@ -177,14 +183,14 @@ def _sweep(
             run = loop.replay_hours(
                 settings,
                 hours_between(warm_start, spans.eval.end),
-                spans.eval.start,
+                serve_from,
                 config.precompute_params(fraction),
                 ranker,
                 f"sweep {fraction:g}",
                 config.progress,
             )
             ranker.close()
-        ne = evaluate(variant(SWEEP_VARIANT), vm, events("eval", settings))["ne"]
+        ne = evaluate(variant(SWEEP_VARIANT), refreshed[SWEEP_VARIANT], events(Span(serve_from, spans.eval.end), settings))["ne"]
         points.append(
             SweepPoint(
                 top_fraction=fraction,

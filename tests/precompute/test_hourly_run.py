@@ -27,7 +27,7 @@ from precompute_env import precompute_settings
 from store_state import store_checksum
 
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
-FIRST_HOUR = timedelta(hours=30)  # the tiny world has 48 hours; a day of history before the first run
+FIRST_HOUR = timedelta(hours=30)  # the tiny world has 72 hours; a day of history before the first run
 
 
 def fixed_clock() -> datetime:

@@ -1,0 +1,68 @@
+"""`solaris replay --preset tiny` end to end, as CI runs it: the report's invariants, its files, its MLflow
+record, and the no-leakage contract (the FM trained before the logging span; embeddings served no older
+than their TTL and never from the future)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import mlflow
+import pytest
+
+from solaris.cli import main
+from solaris.config import Settings
+from solaris.eval.figures import ReplayReport
+from solaris.eval.job import EXPERIMENT
+from solaris.eval.report import check_invariants
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, ReplayReport]:
+    home = tmp_path_factory.mktemp("replay")
+    settings = Settings.from_env({"SOLARIS_HOME": str(home)})
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SOLARIS_HOME", str(home))
+        # The sweep arms serve the eval span's last 6 hours after 4 warm-up hours: the suite's time budget.
+        assert main(["replay", "--preset", "tiny", "--sweep-warmup-hours", "4", "--sweep-hours", "6"]) == 0
+    folder = settings.data_dir / "replay" / "tiny" / "seed-0" / "report"
+    return settings, ReplayReport.from_json((folder / "report.json").read_text())
+
+
+def test_the_report_holds_its_invariants(replayed: tuple[Settings, ReplayReport]) -> None:
+    report = replayed[1]
+    assert check_invariants(report) == []
+    assert report.model("VM base").transfer_ratio == 0
+    for hour in report.hours:
+        assert hour.coverage["pair"] <= hour.coverage["agg"] <= hour.coverage["knn"]
+    sweep = sorted(report.sweep, key=lambda p: p.top_fraction)
+    assert [p.top_fraction for p in sweep] == [0.05, 0.1, 0.2, 0.4]
+    assert all(a.coverage["pair"] <= b.coverage["pair"] for a, b in zip(sweep, sweep[1:]))
+
+
+def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, ReplayReport]) -> None:
+    report = replayed[1]
+    names = [m.name for m in report.models]
+    assert names == ["FM", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +agg", "SOLARIS +knn", "SOLARIS all+distill"]
+    assert {h.span for h in report.hours} == {"logging", "eval"}
+
+
+def test_no_embedding_comes_from_the_future_or_from_the_fms_training_labels(replayed: tuple[Settings, ReplayReport]) -> None:
+    report = replayed[1]
+    train_end = datetime.fromisoformat(report.spans["train"].split("/")[1])
+    logging_start = datetime.fromisoformat(report.spans["logging"].split("/")[0])
+    assert train_end <= logging_start
+    assert 0 <= report.staleness_hours["p50"] <= report.staleness_hours["max"] <= 4  # the replay's TTL
+
+
+def test_the_report_is_written_and_logged_to_mlflow(replayed: tuple[Settings, ReplayReport]) -> None:
+    settings = replayed[0]
+    folder = settings.data_dir / "replay" / "tiny" / "seed-0" / "report"
+    assert (folder / "report.html").stat().st_size > 0
+    assert sorted(p.name for p in folder.glob("*.png"))
+    client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    assert len(runs) == 1 and "ne_fm" in runs[0].data.metrics
+    artifacts = {a.path for a in client.list_artifacts(runs[0].info.run_id, "report")}
+    assert "report/report.html" in artifacts and "report/report.json" in artifacts
