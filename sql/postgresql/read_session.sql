@@ -8,11 +8,11 @@
 --   enable_nestloop / enable_mergejoin off: hash joins only.
 --   enable_indexscan off: a bitmap heap scan visits each heap page once, where a plain index scan pins
 --     the page again for every row (a user's pairs lie on a few pages; ~25% faster).
---   jit off: a disabled join method adds a huge nominal cost, which must not trigger JIT compilation.
+--   (JIT is off on every store connection: a disabled join method adds a huge nominal cost, which would
+--   otherwise trigger JIT compilation.)
 --   application_name: tells these sessions apart in pg_stat_activity.
 SET application_name = 'solaris-store-reader';
 SET plan_cache_mode = force_generic_plan;
 SET enable_nestloop = off;
 SET enable_mergejoin = off;
 SET enable_indexscan = off;
-SET jit = off;

@@ -10,6 +10,7 @@ import pytest
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import (
+    FeatureStore,
     PostgresStoreConfig,
     SqliteStoreConfig,
     open_store,
@@ -44,6 +45,16 @@ def test_sqlite_store_runs_in_wal_mode(tmp_path: Path) -> None:
     with open_store(f"sqlite:///{tmp_path}/sub/store.db", init=True) as store:
         with store.engine.connect() as conn:  # type: ignore[attr-defined]
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_postgresql_store_connections_run_in_its_schema_without_jit(store: FeatureStore) -> None:
+    """Once partitions have statistics, JIT compiled ~0.4 s of code for every pair write."""
+    with store.engine.connect() as conn:  # type: ignore[attr-defined]
+        schema = conn.exec_driver_sql("SELECT current_schema()").scalar_one()
+        assert schema.startswith("t_") and conn.exec_driver_sql("SHOW jit").scalar_one() == "off"
+    with store._readers.connection() as reader:  # type: ignore[attr-defined]
+        assert reader.execute("SELECT current_schema(), current_setting('jit')").fetchone() == (schema, "off")
 
 
 def test_airflow_connection_resolves_to_a_working_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

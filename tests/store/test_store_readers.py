@@ -110,7 +110,7 @@ def test_reads_recover_after_the_server_drops_the_reader_connection(store: Featu
 
 
 @pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_serving_reads_join_by_hash_with_or_without_planner_statistics(store: FeatureStore, version: str) -> None:
+def test_serving_reads_join_by_hash_as_written_and_after_a_full_analyze(store: FeatureStore, version: str) -> None:
     """The planner's own choice, once partitions are analyzed, probed the pair index per item (10-50x slower);
     the reader session pins hash joins, whatever the statistics."""
     users = np.repeat(np.arange(40), 25)
@@ -133,3 +133,22 @@ def test_serving_reads_join_by_hash_with_or_without_planner_statistics(store: Fe
                 assert "Nested Loop" not in plan and "Memoize" not in plan, plan
     got = store.read_tiers(version, 3, np.array([103, 104, 203, 999]), T0)
     assert got.pair_mask.tolist() == [True, True, True, False] and got.knn_mask.tolist() == [True, True, True, False]
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_writes_leave_statistics_on_tables_postgresql_never_analyzed(store: FeatureStore, version: str) -> None:
+    """Without statistics the planner reads every row of a version to find one user's neighbours."""
+
+    def never_analyzed() -> list[str]:
+        with store.engine.connect() as conn:  # type: ignore[attr-defined]
+            return sorted(conn.exec_driver_sql(
+                "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+                " AND relkind = 'r' AND reltuples < 0"
+            ).scalars())
+
+    assert "user_neighbours" in never_analyzed()
+    for hour in (1, 2):
+        store.write_pair_embeddings("r", version, np.arange(5), np.arange(5), vecs(5), np.ones(5), T0, T0 + hour * HOUR)
+    store.write_user_aggregates("r", version, np.arange(5), vecs(5), np.ones(5, dtype=int), 24, T0, T0 + HOUR)
+    store.write_user_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
+    assert never_analyzed() == ["embedding_versions", "precompute_runs"]
