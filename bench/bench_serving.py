@@ -46,10 +46,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from solaris.models.features import IdTable, pair_key
 from solaris.models.vm import VerticalModel, VMConfig
 from solaris.serving import Ranker
-from solaris.serving.app import Service, ServiceConfig, create_app
+from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
-from solaris.serving.metrics import STORE_FAILURES, RankerMetrics
-from solaris.serving.servedlog import ServedLog
+from solaris.serving.metrics import STORE_FAILURES
 from solaris.serving.tiers import TIER_NAMES, served_inputs
 from solaris.store import FeatureStore, SqliteStoreConfig, TierBatchRead, open_store
 from solaris.store.codec import storage_dtype, to_micros
@@ -234,14 +233,10 @@ def in_process(
 def http_app() -> FastAPI:
     """The service as ``solaris serve`` builds it (served log on, the default store timeout), with the
     bench's VM in place of the registry's champion; uvicorn's ``--factory`` calls it in the server process."""
-    torch.set_num_threads(int(os.environ[ENV_THREADS]))
-    config = ServiceConfig(served_log_dir=Path(os.environ[ENV_LOG]))
-    metrics = RankerMetrics()
-    log = ServedLog(config.served_log_dir, on_drop=lambda rows: metrics.served_log_dropped.inc(rows))
+    config = ServiceConfig(served_log_dir=Path(os.environ[ENV_LOG]), torch_threads=int(os.environ[ENV_THREADS]))
     store = open_store(SqliteStoreConfig(Path(os.environ[ENV_STORE])))
     model = serving_model(os.environ[ENV_VERSION], int(os.environ[ENV_USERS]))
-    ranker = Ranker(store, model, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
-    return create_app(Service(ranker, None, config.poll_seconds), config)
+    return create_app(build_service(store, model, config), config)
 
 
 def free_port() -> int:
@@ -457,10 +452,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, help="in-process requests per path (default 1000)")
     parser.add_argument("--duration", type=float, help="seconds of HTTP load per endpoint (default 30; 0: no HTTP)")
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument("--torch-threads", type=int, help="torch intra-op threads, here and in the server")
+    parser.add_argument(
+        "--torch-threads", type=int, default=ServiceConfig().torch_threads, help="torch threads, here and in the server (default: the service's)"
+    )
     args = parser.parse_args(argv)
-    if args.torch_threads is not None:
-        torch.set_num_threads(args.torch_threads)
+    torch.set_num_threads(args.torch_threads)
     rows = args.rows or (100_000 if args.quick else 1_000_000)
     n_requests = args.requests or (300 if args.quick else 1000)
     duration = args.duration if args.duration is not None else (5.0 if args.quick else 30.0)

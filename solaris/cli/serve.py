@@ -20,7 +20,7 @@ def run_service(args: argparse.Namespace) -> int:
     import uvicorn
 
     from solaris.config import get_settings
-    from solaris.serving.app import ServiceConfig, build_service, create_app
+    from solaris.serving.app import ServiceConfig, create_app, service_from_settings
 
     settings = get_settings()
     config = ServiceConfig(
@@ -29,6 +29,6 @@ def run_service(args: argparse.Namespace) -> int:
         poll_seconds=args.poll_seconds,
         served_log_dir=None if args.no_served_log else settings.data_dir / "served",
     )
-    app = create_app(build_service(settings, config), config)
+    app = create_app(service_from_settings(settings, config), config)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
