@@ -2,7 +2,8 @@
 
 Writes COPY a batch into a temporary staging table, then move it with one INSERT ... SELECT, all in one
 transaction, so readers see the whole batch or none of it. Expiry drops partitions whose hour has wholly
-passed, so its cost does not grow with the table.
+passed, so its cost does not grow with the table. Serving reads run on reader sessions that pin one plan,
+hash joins over one bitmap scan per partition, whatever the planner statistics (``read_session.sql``).
 """
 
 from __future__ import annotations
