@@ -5,7 +5,7 @@
   expiry index, so the floor pays for the same indexes and the ratio is the store's own overhead;
 - serving read: ``read_tiers`` for 1 user x 200 candidates (three tiers) vs one raw ``IN`` / ``= ANY``
   query on the pair table (one tier, no decoding), the two taking turns on the same requests; measured
-  twice, as the writes left the planner statistics (on PostgreSQL, each partition analyzed by its first
+  twice, as the writes left the planner statistics (each table or partition analyzed by its first
   write, so stale) and after a full ``ANALYZE`` (as autovacuum leaves them within minutes), since a plan that
   is only right in one state is not right;
 - expiry: the time to expire a quarter of the pair rows (one expiry hour of four) at two table sizes.

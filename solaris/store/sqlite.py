@@ -52,6 +52,7 @@ class SqliteFeatureStore(SqlFeatureStore):
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_pairs"), list(rows))
+            self._analyze_if_never(conn, "pair_embeddings")
 
     def _write_aggregates(self, batch: validate.AggregateBatch) -> None:
         s = batch.stamp
@@ -61,6 +62,7 @@ class SqliteFeatureStore(SqlFeatureStore):
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_user_aggregates"), list(rows))
+            self._analyze_if_never(conn, "user_aggregates")
 
     def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
         s = batch.stamp
@@ -73,6 +75,16 @@ class SqliteFeatureStore(SqlFeatureStore):
             conn.exec_driver_sql(self._sql("delete_user_neighbours"), old)
             if rows:
                 conn.exec_driver_sql(self._sql("insert_user_neighbours"), rows)
+            self._analyze_if_never(conn, "user_neighbours")
+
+    def _analyze_if_never(self, conn: Any, table: str) -> None:
+        """ANALYZE a table SQLite holds no statistics for, in the writing transaction. SQLite never analyzes
+        by itself, and without statistics the serving read's p99 at 1M rows was 3-4x that with them
+        (bench_store: 5.4 vs 1.4-2.1 ms). Analyzed once, the shape they record (few versions, many users,
+        one row per pair) stays right as the table grows."""
+        has_stats = conn.exec_driver_sql(self._sql("stats_table")).scalar_one()
+        if not has_stats or conn.exec_driver_sql(self._sql("never_analyzed"), {"table": table}).scalar_one():
+            conn.exec_driver_sql(self._sql("analyze_table").format(table=table))
 
     def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
         params = self._expiry_params(t, batch_size)
