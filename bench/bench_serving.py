@@ -48,7 +48,7 @@ from solaris.models.vm import VerticalModel, VMConfig
 from solaris.serving import Ranker
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
-from solaris.serving.metrics import STORE_FAILURES
+from solaris.serving.metrics import MULTIPROCESS_DIR_ENV, STORE_FAILURES
 from solaris.serving.tiers import TIER_NAMES, served_inputs
 from solaris.store import FeatureStore, SqliteStoreConfig, TierBatchRead, open_store
 from solaris.store.codec import storage_dtype, to_micros
@@ -251,16 +251,20 @@ def get(url: str) -> tuple[int, str]:
 
 
 @contextmanager
-def http_server(store_path: Path, version: str, n_users: int, served_log: Path) -> Iterator[str]:
-    """uvicorn with ``solaris serve``'s settings in a child process; its base URL once /readyz answers."""
+def http_server(store_path: Path, version: str, n_users: int, served_log: Path, workers: int) -> Iterator[str]:
+    """uvicorn with ``solaris serve``'s settings in a child process; its base URL once /readyz answers.
+    With several workers their metrics are merged as ``solaris serve --workers`` merges them."""
     port = free_port()
-    env = os.environ | {
+    metrics_dir = served_log.parent / "serve-metrics"
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    multiprocess = {MULTIPROCESS_DIR_ENV: str(metrics_dir)} if workers > 1 else {}
+    env = os.environ | multiprocess | {
         ENV_STORE: str(store_path), ENV_VERSION: version, ENV_USERS: str(n_users), ENV_LOG: str(served_log),
         ENV_THREADS: str(torch.get_num_threads()),
     }  # fmt: skip
     command = [
         sys.executable, "-m", "uvicorn", "--factory", "bench_serving:http_app", "--app-dir", str(Path(__file__).parent),
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log", "--workers", str(workers),
     ]  # fmt: skip
     server = subprocess.Popen(command, env=env)
     base = f"http://127.0.0.1:{port}"
@@ -355,11 +359,11 @@ class HttpResult:
     logged_rows: int
 
 
-def bench_http(store_path: Path, version: str, data: Pairs, duration: float, workdir: Path) -> HttpResult:
+def bench_http(store_path: Path, version: str, data: Pairs, duration: float, workdir: Path, workers: int) -> HttpResult:
     per_client = int(RATE * duration) // CLIENTS
     served_log = workdir / "served"
     paths = bodies(data, CLIENTS, workdir)
-    with http_server(store_path, version, int(data.users.max()) + 1, served_log) as base:
+    with http_server(store_path, version, int(data.users.max()) + 1, served_log, workers) as base:
         hey(f"{base}/rank", 25, paths)  # warm-up
         floor = hey(f"{base}/healthz", per_client, None)
         before = scrape(base)
@@ -375,7 +379,7 @@ def bench_http(store_path: Path, version: str, data: Pairs, duration: float, wor
 
 
 def bench_backend(
-    backend: str, data: Pairs, n_requests: int, duration: float | None, workdir: Path
+    backend: str, data: Pairs, n_requests: int, duration: float | None, workdir: Path, workers: int
 ) -> tuple[dict[str, dict[str, Split]], HttpResult | None]:
     """In-process splits per planner-statistics state; HTTP on the analyzed store when ``duration``."""
     reqs = requests(data, n_requests)
@@ -388,7 +392,7 @@ def bench_backend(
             splits["as written"] = in_process(store, reqs, floor, model)
             analyze(backend, raw)
             splits["analyzed"] = in_process(store, reqs, floor, model)
-        http = None if duration is None else bench_http(Path(raw), version, data, duration, workdir)
+        http = None if duration is None else bench_http(Path(raw), version, data, duration, workdir, workers)
     return splits, http
 
 
@@ -419,8 +423,8 @@ def print_in_process(results: dict[str, dict[str, dict[str, Split]]], rows: int,
                 )
 
 
-def print_http(http: HttpResult, duration: float) -> None:
-    print(f"\nHTTP (SQLite, served log on, {torch.get_num_threads()} torch threads): {RATE} requests/s for "
+def print_http(http: HttpResult, duration: float, workers: int) -> None:
+    print(f"\nHTTP (SQLite, served log on, {workers} worker(s), {torch.get_num_threads()} torch thread(s)): {RATE} requests/s for "
           f"{duration:g} s, {CLIENTS} hey processes x {RATE / CLIENTS:g}/s, one body each, {ITEMS_PER_USER} "
           "candidates per /rank (ms)")  # fmt: skip
     print(f"{'endpoint':<10} {'offered':>8} {'answered':>8} {'rate/s':>7} {'p50':>7} {'p99':>7} {'max':>7} "
@@ -452,11 +456,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, help="in-process requests per path (default 1000)")
     parser.add_argument("--duration", type=float, help="seconds of HTTP load per endpoint (default 30; 0: no HTTP)")
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes for the HTTP part (default 2: one per core)")
     parser.add_argument(
         "--torch-threads", type=int, default=ServiceConfig().torch_threads, help="torch threads, here and in the server (default: the service's)"
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     rows = args.rows or (100_000 if args.quick else 1_000_000)
     n_requests = args.requests or (300 if args.quick else 1000)
     duration = args.duration if args.duration is not None else (5.0 if args.quick else 30.0)
@@ -474,11 +481,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for backend in backends:
             print(f"{backend}: filling {len(data.users):,} pair rows and measuring ...", flush=True)
             http_duration = duration if with_http and backend == "sqlite" else None
-            results[backend], got = bench_backend(backend, data, n_requests, http_duration, Path(tmp))
+            results[backend], got = bench_backend(backend, data, n_requests, http_duration, Path(tmp), args.workers)
             http = got or http
     print_in_process(results, len(data.users), n_requests)
     if http is not None:
-        print_http(http, duration)
+        print_http(http, duration, args.workers)
     return 0
 
 

@@ -13,15 +13,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--store-timeout-ms", type=float, default=50.0, help="slower store reads are served as tier none")
     serve.add_argument("--poll-seconds", type=float, default=30.0, help="how often to check solaris-vm@champion")
     serve.add_argument("--no-served-log", action="store_true", help="do not log features as served")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="server processes; one per core (the VM and FastAPI hold the GIL)"
+    )
     serve.set_defaults(handler=run_service)
 
 
 def run_service(args: argparse.Namespace) -> int:
+    import os
+    import shutil
+
     import uvicorn
 
     from solaris.config import get_settings
-    from solaris.serving.app import ServiceConfig, create_app, service_from_settings
+    from solaris.serving.app import CONFIG_ENV, ServiceConfig
+    from solaris.serving.metrics import MULTIPROCESS_DIR_ENV
 
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     settings = get_settings()
     config = ServiceConfig(
         max_candidates=args.max_candidates,
@@ -29,6 +38,19 @@ def run_service(args: argparse.Namespace) -> int:
         poll_seconds=args.poll_seconds,
         served_log_dir=None if args.no_served_log else settings.data_dir / "served",
     )
-    app = create_app(service_from_settings(settings, config), config)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    os.environ[CONFIG_ENV] = config.to_json()
+    if args.workers > 1:  # the workers' metrics, merged by whichever answers /metrics; a fresh set per start
+        metrics_dir = settings.data_dir / "serve-metrics"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
+        os.environ[MULTIPROCESS_DIR_ENV] = str(metrics_dir)
+    uvicorn.run(
+        "solaris.serving.app:app_from_env",
+        factory=True,
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+    )
     return 0

@@ -6,10 +6,12 @@ VM's learned defaults, tier none). A store failure is never an error for the cal
 with tier none and ``store`` saying why.
 """
 
+import json
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -51,6 +53,15 @@ class ServiceConfig:
     poll_seconds: float = 30.0
     served_log_dir: Path | None = None  # None: features as served are not logged
     torch_threads: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ServiceConfig":
+        values = json.loads(text)
+        folder = values.pop("served_log_dir")
+        return cls(**values, served_log_dir=None if folder is None else Path(folder))
 
     def __post_init__(self) -> None:
         if min(self.max_candidates, self.store_timeout_ms, self.poll_seconds, self.torch_threads) <= 0:
@@ -132,6 +143,17 @@ def service_from_settings(settings: Settings, config: ServiceConfig) -> Service:
     from solaris.tracking import registry
 
     return build_service(open_configured_store(settings), ChampionWatcher(registry.connect(settings)), config)
+
+
+CONFIG_ENV = "SOLARIS_SERVE_CONFIG"
+
+
+def app_from_env() -> FastAPI:
+    """uvicorn's factory in each worker process: settings from ``SOLARIS_*``, the config from the CLI."""
+    from solaris.config import get_settings
+
+    config = ServiceConfig.from_json(os.environ[CONFIG_ENV])
+    return create_app(service_from_settings(get_settings(), config), config)
 
 
 def create_app(service: Service, config: ServiceConfig) -> FastAPI:

@@ -1,14 +1,23 @@
-"""The ranker's Prometheus metrics, in a registry of its own (one per ranker, so tests never share one)."""
+"""The ranker's Prometheus metrics, in a registry of its own (one per ranker, so tests never share one).
+
+With several server processes (``solaris serve --workers N``) each keeps its values in files under
+``PROMETHEUS_MULTIPROC_DIR`` and any of them answers /metrics for all, as prometheus_client's
+multiprocess mode does: a scrape never sees one worker's share only.
+"""
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from solaris.serving.tiers import TIER_NAMES
 
 # Fine below 20 ms, where the serving targets are.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1.0)
 STORE_FAILURES = ("error", "timeout", "overloaded")
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client when it is first imported
 
 
 class RankerMetrics:
@@ -27,16 +36,27 @@ class RankerMetrics:
             "solaris_served_log_dropped_rows", "Served rows not logged (log queue full)", registry=self.registry
         )
         self.model = Gauge(
-            "solaris_model_info", "The VM being served (value 1)", ["vm_version", "embedding_version"], registry=self.registry
+            "solaris_model_info",
+            "The VM being served (1; 0 for one served before)",
+            ["vm_version", "embedding_version"],
+            registry=self.registry,
+            multiprocess_mode="max",  # 1 while any worker still serves it
         )
+        self._serving: tuple[str, str] | None = None
         for tier in TIER_NAMES:
             self.candidates.labels(tier)
         for kind in STORE_FAILURES:
             self.store_failures.labels(kind)
 
     def serving(self, vm_version: str, embedding_version: str) -> None:
-        self.model.clear()
+        if self._serving not in (None, (vm_version, embedding_version)):
+            self.model.labels(*self._serving).set(0)
+        self._serving = (vm_version, embedding_version)
         self.model.labels(vm_version, embedding_version).set(1)
 
     def exposition(self) -> bytes:
+        if os.environ.get(MULTIPROCESS_DIR_ENV):
+            merged = CollectorRegistry()
+            MultiProcessCollector(merged)
+            return generate_latest(merged)
         return generate_latest(self.registry)
