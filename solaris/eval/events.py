@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
-from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, ts_micros
+from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, pair_key, ts_micros
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.splits import Span
 from solaris.models.vm import TIERS
@@ -60,7 +60,7 @@ def served_events(
         base=base,
         served=np.concatenate(blocks, axis=1, dtype=np.float32),
         tiers=served["tier"].to_numpy().astype(np.int8),
-        hours=ts // 3_600_000_000,
+        hours=ts // US_PER_HOUR,
     )
 
 
@@ -80,4 +80,4 @@ def _match(shown: pa.Table, served: pa.Table) -> np.ndarray:
 
 def _key(table: pa.Table) -> np.ndarray:
     request = pc.fill_null(table["request_id"], -1).to_numpy().astype(np.int64)
-    return request * (1 << 24) + table["item_id"].to_numpy().astype(np.int64)
+    return pair_key(request, table["item_id"].to_numpy().astype(np.int64))

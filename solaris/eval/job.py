@@ -4,7 +4,6 @@ written to its folder (HTML, PNGs, JSON) and logged to the user's MLflow, and a 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 

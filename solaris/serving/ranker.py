@@ -20,7 +20,7 @@ import torch
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.servedlog import ServedLog, served_table
-from solaris.serving.tiers import TIER_NAMES, absent, feeding_tier, served_inputs
+from solaris.serving.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.store.base import FeatureStore, TierBatchRead
 from solaris.store.codec import to_micros
 
@@ -141,10 +141,9 @@ class Ranker:
         m.latency.labels("total").observe(seconds)
         m.latency.labels("store").observe(served.read_seconds)
         m.latency.labels("model").observe(served.score_seconds)
-        counts = np.bincount(served.tiers, minlength=len(TIER_NAMES))
-        for name, count in zip(TIER_NAMES, counts, strict=True):
+        for name, count in tier_counts(served.tiers).items():
             if count:
-                m.candidates.labels(name).inc(int(count))
+                m.candidates.labels(name).inc(count)
         if served.store_failure is not None:
             m.store_failures.labels(served.store_failure).inc()
 
