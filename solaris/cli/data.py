@@ -55,7 +55,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--conversion", help="conversion column, 0/1 (default: all 0)")
     imp.add_argument("--user-feature", action="append", default=[], help="categorical user column (repeatable)")
     imp.add_argument("--item-feature", action="append", default=[], help="categorical item column (repeatable)")
-    imp.add_argument("--on-duplicate", choices=("drop", "error"), default="drop", help="same user, item and time")
+    imp.add_argument("--on-duplicate", choices=("drop", "error"), default="drop", help="an item twice in one request (one user-hour without --request-id)")
+    imp.add_argument(
+        "--time-scale", type=float, default=1.0, metavar="FACTOR",
+        help="compress time: each hour of the log holds FACTOR hours of the source (e.g. 24 for MovieLens)",
+    )  # fmt: skip
     imp.add_argument("--wheel", help=f"{MOVIELENS} only: an offline copy of the RecBole 1.2.1 wheel")
     imp.add_argument("--overwrite", action="store_true")
     imp.set_defaults(handler=import_log)
@@ -132,6 +136,7 @@ def _import_movielens(args: argparse.Namespace, settings: Settings) -> EventLog:
         cache_dir=settings.data_dir / "cache" / "wheels",
         wheel=args.wheel,
         name=args.name,
+        time_scale=args.time_scale,
         overwrite=args.overwrite,
     )
 
@@ -163,6 +168,7 @@ def _import_file(args: argparse.Namespace, target: Path) -> EventLog:
         fmt=args.format,
         name=args.name,
         on_duplicate=args.on_duplicate,
+        time_scale=args.time_scale,
         overwrite=args.overwrite,
     )
 

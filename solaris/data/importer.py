@@ -38,7 +38,7 @@ class LogImportError(ValueError):
 
 
 class DuplicateRowsWarning(UserWarning):
-    """Rows repeating an earlier (user, item, timestamp) were dropped."""
+    """Rows showing an item again in the same request were dropped."""
 
 
 @dataclass(frozen=True)
@@ -269,21 +269,45 @@ def parse_events(source: Source, mapping: ColumnMapping) -> Events:
     )
 
 
+def compress_time(events: Events, time_scale: float) -> Events:
+    """Divide the time since the first event by ``time_scale``, keeping every event's order.
+
+    A slow log (MovieLens-100K spans 7 months, 5,157 hours, most of them empty) then replays hour by hour
+    in a few hundred hours, each holding ``time_scale`` source hours; TTLs and spans are read in these hours.
+    """
+    if not (np.isfinite(time_scale) and time_scale >= 1):
+        raise LogImportError(f"time_scale={time_scale!r}: must be a number >= 1 (1 keeps the source's time)")
+    if time_scale == 1:
+        return events
+    first = int(events.ts.min())
+    ts = first + np.floor((events.ts - first) / time_scale).astype("int64")
+    return Events(events.position, events.user, events.item, ts, events.click, events.conversion, events.request)
+
+
+def request_groups(events: Events) -> tuple[np.ndarray, ...]:
+    """What makes a request: the source's request ids, else one request per user per hour."""
+    return (events.ts // HOUR_US, events.user) if events.request is None else (events.request,)
+
+
 def handle_duplicates(source: Source, events: Events, on_duplicate: str) -> tuple[Events, int]:
-    """Keep the first of rows sharing (user, item, timestamp); report them, then drop or refuse."""
+    """Keep the first of rows showing one item twice in one request; report them, then drop or refuse.
+
+    Downstream an impression is known by (request, item), so a repeat would be ambiguous: without request ids
+    that is the same user and item within one hour (of the compressed time, when time is compressed).
+    """
     if on_duplicate not in ON_DUPLICATE:
         raise LogImportError(f"on_duplicate={on_duplicate!r}: choose one of {', '.join(ON_DUPLICATE)}")
-    keys = pd.DataFrame({"u": events.user, "i": events.item, "t": events.ts})
+    keys = pd.DataFrame({f"k{i}": k for i, k in enumerate((*request_groups(events), events.user, events.item))})
     repeated = keys.duplicated(keep="first").to_numpy()
     count = int(repeated.sum())
     if count == 0:
         return events, 0
     shown = []
     for p in np.flatnonzero(repeated)[:_SHOWN_DUPLICATES]:
-        same = (events.user == events.user[p]) & (events.item == events.item[p]) & (events.ts == events.ts[p])
+        same = (keys == keys.iloc[p]).all(axis=1).to_numpy()
         earlier = int(events.position[np.argmax(same)])
         shown.append(f"{source.where(int(events.position[p]))} repeats {source.where(earlier)}")
-    message = f"{source.name}: {count} duplicate row(s) (same user, item and timestamp): {'; '.join(shown)}"
+    message = f"{source.name}: {count} duplicate row(s) (the same item twice in one request): {'; '.join(shown)}"
     if on_duplicate == "error":
         raise LogImportError(message + "; pass --on-duplicate drop to keep the first of each")
     warnings.warn(message + "; dropped, keeping the first of each", DuplicateRowsWarning, stacklevel=2)
@@ -302,10 +326,7 @@ def build_requests(source: Source, events: Events, column: str) -> tuple[pa.Tabl
     served it then (as the synthetic world does), so a request and its impressions share one hour partition
     and no impression's features can see another's outcome. Errors cite ``column``.
     """
-    if events.request is None:
-        group_keys = (events.ts // HOUR_US, events.user)
-    else:
-        group_keys = (events.request,)
+    group_keys = request_groups(events)
     order = np.lexsort((events.position, events.ts) + tuple(reversed(group_keys)))
     ev = events.take(order)
     keys = [k[order] for k in group_keys]
@@ -413,10 +434,11 @@ def import_source(
     origin: str,
     name: str | None = None,
     on_duplicate: str = "drop",
+    time_scale: float = 1.0,
     overwrite: bool = False,
 ) -> EventLog:
     """Validate ``source`` completely, then write the log to ``target`` in one atomic step."""
-    events = parse_events(source, mapping)
+    events = compress_time(parse_events(source, mapping), time_scale)
     events, dropped = handle_duplicates(source, events, on_duplicate)
     users, user_vocab = build_side_table(
         source, events, events.user, "user_id", mapping.user_features, USER_FEATURE_PREFIX
@@ -435,6 +457,7 @@ def import_source(
         "mapping": mapping.as_dict(),
         "on_duplicate": on_duplicate,
         "dropped_duplicates": dropped,
+        "time_scale": time_scale,
         "vocabularies": {**user_vocab, **item_vocab},
     }
     with building(Path(target), overwrite=overwrite) as folder:
@@ -450,6 +473,7 @@ def import_file(
     fmt: str | None = None,
     name: str | None = None,
     on_duplicate: str = "drop",
+    time_scale: float = 1.0,
     overwrite: bool = False,
 ) -> EventLog:
     """Import a CSV or Parquet log (format from ``fmt``, else from the file's suffix)."""
@@ -458,5 +482,6 @@ def import_file(
     source = read_source(Path(path), mapping.columns(), fmt)
     origin = str(Path(path).resolve())
     return import_source(
-        source, target, mapping, origin=origin, name=name, on_duplicate=on_duplicate, overwrite=overwrite
+        source, target, mapping, origin=origin, name=name, on_duplicate=on_duplicate, time_scale=time_scale,
+        overwrite=overwrite,
     )

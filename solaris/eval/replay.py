@@ -19,7 +19,7 @@ from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.events import ServedEvents, served_events
-from solaris.eval.figures import HourFigures, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.figures import SWEEP_FRACTIONS, HourFigures, ModelScore, ReplayReport, SweepPoint
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, evaluate, refresh, variant
 from solaris.models import metrics
@@ -34,7 +34,6 @@ from solaris.store import open_configured_store
 from solaris.tracking import registry
 from solaris.tracking.jobs import TrainPlan, TrainReport, World, train_all
 
-SWEEP = (0.05, 0.1, 0.2, 0.4)
 T = TypeVar("T")
 
 
@@ -44,7 +43,7 @@ class ReplayConfig:
     fractions: tuple[float, float, float] = (0.5, 0.3, 0.2)  # train, logging, eval
     top_fraction: float = 0.2
     ttl_hours: int = 4
-    sweep: tuple[float, ...] = SWEEP
+    sweep: tuple[float, ...] = SWEEP_FRACTIONS
     sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
     valid_hours: int = 2  # the logging span's last hours: early stopping of every refresh
@@ -122,6 +121,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         models=scores,
         hours=logged.figures + evaluated.figures,
         sweep=sweep,
+        swept_fractions=list(config.sweep),
         fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
         staleness_hours=distribution(evaluated.staleness_hours),
         seconds=replay.seconds,

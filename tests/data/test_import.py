@@ -181,6 +181,39 @@ def test_duplicates_refused_on_error(tmp_path: Path) -> None:
     assert leftovers(target) == []
 
 
+def test_an_item_shown_twice_in_one_user_hour_is_a_duplicate(tmp_path: Path) -> None:
+    """Not the same second, but the same request: downstream an impression is known by (request, item)."""
+    lines = unix_lines()
+    again = T0 + timedelta(minutes=50)  # user 1 saw item 10 at minute 10 of this hour
+    lines.append(f"1,10,{again.timestamp()},0,b,x")
+    with pytest.warns(DuplicateRowsWarning, match=r"the same item twice in one request.*row 6 \(line 7\) repeats row 1"):
+        log = import_file(csv_file(tmp_path, lines), tmp_path / "out" / "log", MAPPING)
+    assert requests_by_user_hour(log) == EXPECTED_REQUESTS
+    with pytest.raises(LogImportError, match="row 6"):
+        import_file(csv_file(tmp_path, lines), tmp_path / "out" / "strict", MAPPING, on_duplicate="error")
+
+
+def test_time_scale_compresses_the_span_and_keeps_the_order(tmp_path: Path) -> None:
+    """Each hour of the log holds ``time_scale`` source hours, counted from the first event."""
+    start = T0 + timedelta(minutes=5)  # the first event
+    lines = [HEADER] + [
+        f"{u},{i},{(start + (t - start) * 24).timestamp()},{c},{s},{g}" for u, i, t, c, s, g in EVENTS
+    ]  # EVENTS slowed down 24 times
+    log = import_file(csv_file(tmp_path, lines), tmp_path / "out" / "log", MAPPING, time_scale=24)
+    assert requests_by_user_hour(log) == EXPECTED_REQUESTS
+    assert (log.meta["time_scale"], log.meta["hours"]) == (24, 3)
+    unscaled = import_file(csv_file(tmp_path, unix_lines(), "unscaled.csv"), tmp_path / "out" / "unscaled", MAPPING)
+    pd.testing.assert_frame_equal(impressions_frame(log), impressions_frame(unscaled))  # the same times, to the µs
+
+
+@pytest.mark.parametrize("scale", [0.5, 0.0, float("nan"), float("inf")])
+def test_time_scale_below_one_is_refused(tmp_path: Path, scale: float) -> None:
+    target = tmp_path / "out" / "log"
+    with pytest.raises(LogImportError, match=r"time_scale=.*must be a number >= 1"):
+        import_file(csv_file(tmp_path, unix_lines()), target, MAPPING, time_scale=scale)
+    assert leftovers(target) == []
+
+
 def test_existing_log_refused_without_overwrite(tmp_path: Path) -> None:
     target = tmp_path / "out" / "log"
     first = import_file(csv_file(tmp_path, unix_lines()), target, MAPPING)

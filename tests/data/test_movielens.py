@@ -118,3 +118,19 @@ def test_wrong_wheel_is_refused(tmp_path: Path) -> None:
     with pytest.raises(MovieLensUnavailable, match="SHA-256 .* is not that of"):
         import_movielens_100k(tmp_path / "log", cache_dir=tmp_path, wheel=fake)
     assert not (tmp_path / "log").exists()
+
+
+def test_time_scale_24_makes_each_hour_a_day_of_ratings(
+    wheel: Path, log: EventLog, raw: dict[str, pd.DataFrame], tmp_path: Path
+) -> None:
+    """The replay's MovieLens log: 7 months in 215 hours, each request a user's ratings within one day."""
+    scaled = import_movielens_100k(tmp_path / "ml24", cache_dir=tmp_path, wheel=wheel, time_scale=24)
+    assert (scaled.meta["hours"], scaled.meta["counts"]["impressions"]) == (215, log.meta["counts"]["impressions"])
+    assert scaled.meta["counts"]["requests"] < log.meta["counts"]["requests"]  # user-hours join into user-days
+    ratings = raw["inter"].rename(columns={"user_id:token": "user_id", "item_id:token": "item_id"})
+    shown = scaled.impressions(scaled.start, scaled.end).to_pandas().merge(ratings, on=["user_id", "item_id"])
+    assert len(shown) == len(ratings)
+    source_span = shown.groupby("request_id")["timestamp:float"].agg(lambda s: s.max() - s.min())
+    assert 0 < source_span.max() < 24 * 3600
+    in_order = shown.sort_values(["request_id", "position"]).groupby("request_id")["timestamp:float"]
+    assert in_order.apply(lambda s: s.is_monotonic_increasing).all()  # positions follow the source's times

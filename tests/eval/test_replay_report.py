@@ -11,10 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from solaris.eval.figures import CUMULATIVE_TIERS, HourFigures, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.figures import (
+    CUMULATIVE_TIERS,
+    SWEEP_FRACTIONS,
+    HourFigures,
+    ModelScore,
+    ReplayReport,
+    SweepPoint,
+)
 from solaris.eval.report import (
     PLOTS,
-    SWEEP_FRACTIONS,
     check_invariants,
     seed_spreads,
     seeds_table,
@@ -74,6 +80,7 @@ def make_report(seed: int = 0) -> ReplayReport:
         models=models,
         hours=hours,
         sweep=sweep,
+        swept_fractions=list(SWEEP_FRACTIONS),
         fm_calls_per_served_pair=0.21 + jitter,
         staleness_hours={"mean": 1.8, "p50": 1.5, "p90": 3.25, "max": 4.0},
         seconds={"train": 12.5, "logging": 30.0, "eval": 28.0},
@@ -174,6 +181,7 @@ BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
     "knn coverage falls in the sweep": (lambda r: _sweep_point(r, 2, knn=0.5), "knn coverage falls"),
     "pair coverage falls in the sweep": (lambda r: _sweep_point(r, 3, pair=0.1), "pair coverage falls"),
     "a fraction missing from the sweep": (lambda r: replace(r, sweep=r.sweep[:3]), "fractions [0.05, 0.1, 0.2]"),
+    "the requested sweep not run": (lambda r: replace(r, sweep=[]), "fractions [], expected [0.05, 0.1, 0.2, 0.4]"),
     "base transfer ratio not 0": (lambda r: _model(r, "VM base", transfer_ratio=0.01), "'VM base' is 0.01, not 0"),
     "no base VM": (lambda r: replace(r, models=r.models[:1]), "no 'VM base' model"),
 }
@@ -265,3 +273,7 @@ def test_one_seed_has_no_spread() -> None:
 def test_seeds_that_cannot_be_compared_are_refused(reports: list[ReplayReport], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         seeds_table(reports)
+
+
+def test_a_replay_without_a_sweep_asked_for_none() -> None:
+    assert check_invariants(replace(make_report(), sweep=[], swept_fractions=[])) == []
