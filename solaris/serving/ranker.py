@@ -3,13 +3,17 @@
 The store is a dependency that may fail or stall; the ranker's answer must not. With a timeout set, the read
 runs on a small pool and a read that errors, overruns the timeout or finds the pool saturated is answered
 as tier none (and counted). The next request tries the store again, so serving recovers by itself.
+
+``serve`` waits for the read on the calling thread; ``serve_async`` awaits it, so the HTTP service scores
+on its event loop and hands each request to one other thread (the read) instead of two.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +23,7 @@ import torch
 
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.metrics import RankerMetrics
-from solaris.serving.servedlog import ServedLog, served_table
+from solaris.serving.servedlog import ServedBatch, ServedLog
 from solaris.serving.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.store.base import FeatureStore, TierBatchRead
 from solaris.store.codec import to_micros
@@ -61,7 +65,7 @@ class Ranker:
         self.served_log = served_log
         self.metrics = metrics or RankerMetrics()
         self.store_timeout_s = store_timeout_s
-        self._pool = ThreadPoolExecutor(read_workers, thread_name_prefix="store-read") if store_timeout_s else None
+        self._pool = ThreadPoolExecutor(read_workers, thread_name_prefix="store-read")  # threads start on first use
         self._read_slots = threading.BoundedSemaphore(2 * read_workers)
 
     @property
@@ -80,13 +84,18 @@ class Ranker:
         request_id: int | None = None,
     ) -> Served:
         """Score one request's candidates as of ``t`` (all at ``positions``, default the top slot)."""
-        items = np.asarray(item_ids, np.int64)
-        n = len(items)
-        users = np.full(n, user_id, np.int64)
-        ts = np.full(n, to_micros(t, "t"), np.int64)
-        pos = np.zeros(n, np.int64) if positions is None else np.asarray(positions, np.int64)
-        requests = None if request_id is None else np.full(n, request_id, np.int64)
-        return self.serve(users, items, ts, pos, t, requests)
+        return self.serve(*_one_request(user_id, item_ids, t, positions, request_id))
+
+    async def rank_async(
+        self,
+        user_id: int,
+        item_ids: np.ndarray,
+        t: datetime,
+        positions: np.ndarray | None = None,
+        request_id: int | None = None,
+    ) -> Served:
+        """``rank`` for an event loop: the store read is awaited, never blocking the loop."""
+        return await self.serve_async(*_one_request(user_id, item_ids, t, positions, request_id))
 
     def serve(
         self,
@@ -101,9 +110,57 @@ class Ranker:
         requests at once, with ``t`` their latest time, so no row expired at any of them is read)."""
         started = time.perf_counter()
         model = self.model  # one reference for the whole batch: VM and embedding version stay together
-        version = model.pinned.embedding_version
-        read, failure = self._read(version, user_ids, item_ids, t, model.code_dim)
+        if self.store_timeout_s is None:
+            read, failure = self.store.read_tiers_batch(model.pinned.embedding_version, user_ids, item_ids, t), None
+        else:
+            future = self._submit_read(model, user_ids, item_ids, t)
+            read, failure = _wait(future, self.store_timeout_s) if future else (None, "overloaded")
+        return self._score(model, started, read, failure, user_ids, item_ids, ts_us, positions, request_ids)
+
+    async def serve_async(
+        self,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        ts_us: np.ndarray,
+        positions: np.ndarray,
+        t: datetime,
+        request_ids: np.ndarray | None = None,
+    ) -> Served:
+        """``serve`` for an event loop; without a store timeout the read runs on the pool all the same."""
+        started = time.perf_counter()
+        model = self.model
+        future = self._submit_read(model, user_ids, item_ids, t)
+        read, failure = (await _wait_async(future, self.store_timeout_s)) if future else (None, "overloaded")
+        return self._score(model, started, read, failure, user_ids, item_ids, ts_us, positions, request_ids)
+
+    def _submit_read(self, model: ServingModel, users: np.ndarray, items: np.ndarray, t: datetime) -> Future | None:
+        """The read on the pool, or None when reads are already piling up on a stalled store."""
+        if not self._read_slots.acquire(blocking=False):
+            return None
+        try:
+            future = self._pool.submit(self.store.read_tiers_batch, model.pinned.embedding_version, users, items, t)
+        except BaseException:
+            self._read_slots.release()
+            raise
+        future.add_done_callback(lambda _: self._read_slots.release())
+        return future
+
+    def _score(
+        self,
+        model: ServingModel,
+        started: float,
+        read: TierBatchRead | None,
+        failure: str | None,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        ts_us: np.ndarray,
+        positions: np.ndarray,
+        request_ids: np.ndarray | None,
+    ) -> Served:
+        """The VM on what was read (tier none for every candidate when the read failed); recorded and logged."""
+        read = absent(len(user_ids), model.code_dim) if read is None else read
         read_done = time.perf_counter()
+        version = model.pinned.embedding_version
         inputs = served_inputs(model.vm, version, user_ids, item_ids, ts_us, positions, read)
         with torch.inference_mode():
             scores = model.vm(torch.from_numpy(inputs)).numpy()
@@ -112,29 +169,10 @@ class Ranker:
         served = Served(scores, tiers, inputs, model.pinned.vm, version, failure, read_done - started, done - read_done)
         self._record(served, done - started)
         if self.served_log is not None:
-            table = served_table(inputs, scores, tiers, ts_us, request_ids, model.pinned.vm, version, model.code_dim)
-            self.served_log.log(table)
+            self.served_log.log(
+                ServedBatch(inputs, scores, tiers, ts_us, request_ids, model.pinned.vm, version, model.code_dim)
+            )
         return served
-
-    def _read(
-        self, version: str, users: np.ndarray, items: np.ndarray, t: datetime, dim: int
-    ) -> tuple[TierBatchRead, str | None]:
-        if self._pool is None:
-            return self.store.read_tiers_batch(version, users, items, t), None
-        if not self._read_slots.acquire(blocking=False):
-            return absent(len(users), dim), "overloaded"  # reads are already piling up on a stalled store
-        try:
-            future = self._pool.submit(self.store.read_tiers_batch, version, users, items, t)
-        except BaseException:
-            self._read_slots.release()
-            raise
-        future.add_done_callback(lambda _: self._read_slots.release())
-        try:
-            return future.result(timeout=self.store_timeout_s), None
-        except FutureTimeout:
-            return absent(len(users), dim), "timeout"
-        except Exception:
-            return absent(len(users), dim), "error"
 
     def _record(self, served: Served, seconds: float) -> None:
         m = self.metrics
@@ -148,7 +186,35 @@ class Ranker:
             m.store_failures.labels(served.store_failure).inc()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
         if self.served_log is not None:
             self.served_log.close()
+
+
+def _one_request(
+    user_id: int, item_ids: np.ndarray, t: datetime, positions: np.ndarray | None, request_id: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, datetime, np.ndarray | None]:
+    """``serve``'s arguments for one user's candidates, all at time ``t``."""
+    items = np.asarray(item_ids, np.int64)
+    n = len(items)
+    pos = np.zeros(n, np.int64) if positions is None else np.asarray(positions, np.int64)
+    requests = None if request_id is None else np.full(n, request_id, np.int64)
+    return np.full(n, user_id, np.int64), items, np.full(n, to_micros(t, "t"), np.int64), pos, t, requests
+
+
+def _wait(future: Future, timeout_s: float | None) -> tuple[TierBatchRead | None, str | None]:
+    try:
+        return future.result(timeout=timeout_s), None
+    except FutureTimeout:
+        return None, "timeout"
+    except Exception:
+        return None, "error"
+
+
+async def _wait_async(future: Future, timeout_s: float | None) -> tuple[TierBatchRead | None, str | None]:
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s), None
+    except TimeoutError:
+        return None, "timeout"
+    except Exception:
+        return None, "error"

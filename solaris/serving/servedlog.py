@@ -1,8 +1,8 @@
 """Features as served: every scored candidate with the exact tier inputs the VM saw, to hour-partitioned
 Parquet. This log is the SOLARIS VM's training data, so training sees what serving saw (no skew).
 
-Logging is off the request path: the ranker hands a batch to a bounded queue and a writer thread builds
-the files; when the queue is full the batch is dropped and counted, never waited for.
+Logging is off the request path: the ranker hands its arrays to a bounded queue and a writer thread builds
+the rows and the files; when the queue is full the batch is dropped and counted, never waited for.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -76,6 +77,30 @@ def served_table(
     return pa.table(columns, schema=served_schema(code_dim))
 
 
+@dataclass(frozen=True)
+class ServedBatch:
+    """What one ``Ranker.serve`` scored, as the arrays it already holds (the rows are built by the writer)."""
+
+    inputs: np.ndarray
+    scores: np.ndarray
+    tiers: np.ndarray
+    ts_us: np.ndarray
+    request_ids: np.ndarray | None
+    vm_version: str
+    embedding_version: str
+    code_dim: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.scores)
+
+    def table(self) -> pa.Table:
+        return served_table(
+            self.inputs, self.scores, self.tiers, self.ts_us, self.request_ids,
+            self.vm_version, self.embedding_version, self.code_dim,
+        )  # fmt: skip
+
+
 def read_served(dataset_dir: Path, start: datetime, end: datetime, code_dim: int) -> pa.Table:
     return read_range(dataset_dir, start, end, served_schema(code_dim))
 
@@ -104,14 +129,14 @@ class ServedLog:
         self._thread = threading.Thread(target=self._run, name="served-log", daemon=True)
         self._thread.start()
 
-    def log(self, table: pa.Table) -> bool:
-        """Queue rows for writing; False (and counted) if the writer is behind."""
+    def log(self, batch: ServedBatch) -> bool:
+        """Queue a batch for writing; False (and counted) if the writer is behind."""
         try:
-            self._queue.put_nowait(table)
+            self._queue.put_nowait(batch)
             return True
         except queue.Full:
-            self.dropped_rows += table.num_rows
-            self._on_drop(table.num_rows)
+            self.dropped_rows += batch.rows
+            self._on_drop(batch.rows)
             return False
 
     def flush(self) -> None:
@@ -138,10 +163,11 @@ class ServedLog:
             is_flush = isinstance(item, tuple) and item[0] is _FLUSH
             if not is_flush:
                 pending.append(item)
-                rows += item.num_rows
+                rows += item.rows
             if pending and (is_flush or rows >= self.flush_rows):
                 try:
-                    write_hourly(pa.concat_tables(pending), self.dataset_dir, part=f"part-{uuid.uuid4().hex}")
+                    table = pa.concat_tables([batch.table() for batch in pending])
+                    write_hourly(table, self.dataset_dir, part=f"part-{uuid.uuid4().hex}")
                 except Exception as exc:  # keep serving; the next flush reports it
                     self.error = exc
                 pending, rows = [], 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import numpy as np
@@ -81,3 +82,14 @@ def test_a_vm_is_never_fed_another_versions_embeddings(champion: ServingModel) -
 def test_unknown_users_and_items_take_the_cold_path(layout: Layout, champion: ServingModel) -> None:
     served = Ranker(layout.store, champion).rank(9_999_999, np.array([9_999_998, 10]), T)
     assert served.tier_names() == ["none", "none"] and np.isfinite(served.scores).all()
+
+
+def test_the_awaited_path_serves_what_the_waited_one_does(layout: Layout, champion: ServingModel) -> None:
+    for timeout in (None, 0.5):
+        ranker = Ranker(layout.store, champion, store_timeout_s=timeout)
+        waited = ranker.rank(1, np.array([10, 11, 12]), T, positions=np.array([0, 3, 7]))
+        awaited = asyncio.run(ranker.rank_async(1, np.array([10, 11, 12]), T, positions=np.array([0, 3, 7])))
+        np.testing.assert_array_equal(awaited.inputs, waited.inputs)
+        np.testing.assert_array_equal(awaited.scores, waited.scores)
+        assert awaited.tier_names() == waited.tier_names() == ["pair", "agg", "agg"]
+        ranker.close()
