@@ -14,7 +14,8 @@ SWEEP_FRACTIONS = (0.05, 0.1, 0.2, 0.4)  # the top_fraction sweep the issue asks
 
 @dataclass(frozen=True)
 class ModelScore:
-    """One model on the evaluation span's served events; ``transfer_ratio`` is None for the FM itself."""
+    """One model on the evaluation span's served events; ``transfer_ratio`` is None for the FM itself, and
+    for every model where the FM does not beat the base VM (no gain to transfer)."""
 
     name: str
     ne: float
@@ -43,7 +44,7 @@ class SweepPoint:
     top_fraction: float
     coverage: dict[str, float]
     ne: float
-    transfer_ratio: float
+    transfer_ratio: float | None  # None where the FM does not beat the base VM
     fm_calls_per_served_pair: float
 
 

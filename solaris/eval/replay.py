@@ -153,9 +153,13 @@ def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel]) -> list[M
     base_ne = found["VM base"]["ne"]
     scores = [ModelScore("FM", fm["ne"], fm["log_loss"], fm["auc"], None)]
     for name, m in found.items():
-        ratio = metrics.transfer_ratio(base_ne, m["ne"], fm["ne"])
-        scores.append(ModelScore(name, m["ne"], m["log_loss"], m["auc"], ratio))
+        scores.append(ModelScore(name, m["ne"], m["log_loss"], m["auc"], _transfer(base_ne, m["ne"], fm["ne"])))
     return scores
+
+
+def _transfer(base_ne: float, ne: float, fm_ne: float) -> float | None:
+    """None where the FM does not beat the base VM: there is no gain to transfer (the report says so)."""
+    return metrics.transfer_ratio(base_ne, ne, fm_ne) if fm_ne < base_ne else None
 
 
 def _sweep(
@@ -196,7 +200,7 @@ def _sweep(
                 top_fraction=fraction,
                 coverage=mean_coverage(run.figures),
                 ne=ne,
-                transfer_ratio=metrics.transfer_ratio(base_ne, ne, fm_ne),
+                transfer_ratio=_transfer(base_ne, ne, fm_ne),
                 fm_calls_per_served_pair=fm_calls_per_served_pair(run.figures),
             )
         )

@@ -84,7 +84,17 @@ def _models(report: ReplayReport) -> Section:
         (m.name, _num(m.ne), _num(m.log_loss), _num(m.auc), _pct(m.transfer_ratio), PAPER_TRANSFER.get(m.name, ""))
         for m in report.models
     ]
-    return Section("Models on the evaluation span", ("model", "NE", "log loss", "AUC", "transfer", "paper"), rows)
+    title = "Models on the evaluation span" + (f" ({NO_TRANSFER})" if fm_loses_to_base(report) else "")
+    return Section(title, ("model", "NE", "log loss", "AUC", "transfer", "paper"), rows)
+
+
+NO_TRANSFER = "transfer ratio undefined: the FM does not beat the base VM"
+
+
+def fm_loses_to_base(report: ReplayReport) -> bool:
+    """The FM does no better than the base VM, so no transfer ratio exists (False when either is missing)."""
+    ne = {m.name: m.ne for m in report.models}
+    return FM in ne and VM_BASE in ne and ne[FM] >= ne[VM_BASE]
 
 
 def _per_hour(report: ReplayReport) -> Section:
@@ -355,6 +365,8 @@ def _base_transfer(report: ReplayReport) -> Iterator[str]:
     base = next((m for m in report.models if m.name == VM_BASE), None)
     if base is None:
         yield f"transfer ratio: no {VM_BASE!r} model in the report"
+    elif base.transfer_ratio is None and fm_loses_to_base(report):
+        yield f"{NO_TRANSFER} (NE {report.model(FM).ne:.4f} against {base.ne:.4f})"
     elif base.transfer_ratio is None or abs(base.transfer_ratio) > 1e-12:
         yield f"transfer ratio of {VM_BASE!r} is {base.transfer_ratio}, not 0"
 
@@ -391,14 +403,19 @@ def seed_spreads(reports: Sequence[ReplayReport]) -> dict[str, dict[str, Spread]
     return {
         "NE": {n: Spread.of([r.model(n).ne for r in reports]) for n in names},
         "transfer ratio": {
-            n: Spread.of([r.model(n).transfer_ratio for r in reports])
-            for n in names
-            if reports[0].model(n).transfer_ratio is not None
+            n: Spread.of(ratios) for n in names if (ratios := _defined(r.model(n).transfer_ratio for r in reports))
         },
         "coverage, eval span": {t: Spread.of([m[t] for m in eval_means]) for t in CUMULATIVE_TIERS},
         "sweep NE": {f"{f:g}": Spread.of([sweep(r, f).ne for r in reports]) for f in fractions},
-        "sweep transfer ratio": {f"{f:g}": Spread.of([sweep(r, f).transfer_ratio for r in reports]) for f in fractions},
+        "sweep transfer ratio": {
+            f"{f:g}": Spread.of(ratios) for f in fractions if (ratios := _defined(sweep(r, f).transfer_ratio for r in reports))
+        },
     }
+
+
+def _defined(values: Iterable[float | None]) -> list[float]:
+    """The seeds where a transfer ratio exists (the FM beat the base VM)."""
+    return [v for v in values if v is not None]
 
 
 def _check_comparable(reports: Sequence[ReplayReport]) -> None:
@@ -431,8 +448,10 @@ def seeds_table(reports: Sequence[ReplayReport]) -> str:
     def cell(group: str, key: str, show: Callable[[float], str]) -> str:
         return spreads[group][key].text(show) if key in spreads[group] else DASH
 
+    undefined = ", ".join(str(r.seed) for r in reports if fm_loses_to_base(r))
+    note = f" (seed(s) {undefined}: {NO_TRANSFER}; transfer over the others)" if undefined else ""
     models = Section(
-        "Models on the evaluation span",
+        "Models on the evaluation span" + note,
         ("model", "NE", "transfer", "paper"),
         [(n, cell("NE", n, _num), cell("transfer ratio", n, _pct), PAPER_TRANSFER.get(n, "")) for n in spreads["NE"]],
     )

@@ -277,3 +277,31 @@ def test_seeds_that_cannot_be_compared_are_refused(reports: list[ReplayReport], 
 
 def test_a_replay_without_a_sweep_asked_for_none() -> None:
     assert check_invariants(replace(make_report(), sweep=[], swept_fractions=[])) == []
+
+
+def fm_not_beating_base(report: ReplayReport) -> ReplayReport:
+    """The report of a seed where the FM lost to the base VM: no transfer ratio anywhere."""
+    base = report.model("VM base").ne
+    models = [replace(m, ne=base + 0.01, transfer_ratio=None) if m.name == "FM" else replace(m, transfer_ratio=None) for m in report.models]
+    return replace(report, models=models, sweep=[replace(p, transfer_ratio=None) for p in report.sweep])
+
+
+def test_an_fm_that_does_not_beat_the_base_vm_is_said_not_crashed() -> None:
+    report = fm_not_beating_base(make_report())
+
+    violations = check_invariants(report)
+
+    assert len(violations) == 1 and "the FM does not beat the base VM (NE 0.9100 against 0.9000)" in violations[0]
+    assert "Models on the evaluation span (transfer ratio undefined: the FM does not beat the base VM)" in table(report)
+
+
+def test_seeds_without_a_transfer_ratio_are_left_out_of_its_spread_and_named() -> None:
+    reports = [make_report(0), fm_not_beating_base(make_report(1)), make_report(2)]
+
+    spreads = seed_spreads(reports)
+    text = seeds_table(reports)
+
+    expected = [r.model("SOLARIS pair").transfer_ratio for r in (reports[0], reports[2])]
+    assert spreads["transfer ratio"]["SOLARIS pair"].mean == pytest.approx(statistics.fmean(expected))
+    assert spreads["NE"]["SOLARIS pair"].mean == pytest.approx(statistics.fmean(r.model("SOLARIS pair").ne for r in reports))
+    assert "seed(s) 1: transfer ratio undefined" in text
