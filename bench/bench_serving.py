@@ -322,11 +322,16 @@ def hey(
 ) -> Load:
     """``clients`` hey processes (body k for process k), ``per_client`` requests each at ``rate / clients``
     requests/s (``None``: back to back). Started together, their tickers run in phase, as one hey's
-    ``-c`` workers do: ``clients`` requests arrive at once every ``clients / rate`` seconds."""
+    ``-c`` workers do: ``clients`` requests arrive at once every ``clients / rate`` seconds.
+
+    One connection per request: a kept-alive connection stays with the worker that accepted it, and uvicorn's
+    workers accept from one socket, so hey's 4 connections often all landed on one worker (3 trials: 4+0,
+    4+0, 3+1), making a 2-worker run a 1-worker one. A new connection goes to a free worker, as a load
+    balancer in front of the workers would send it; the connection's cost is in every figure, floor included."""
     started = time.perf_counter()
     processes = []
     for k in range(clients):
-        command = ["hey", "-n", str(per_client), "-c", "1", "-o", "csv"]
+        command = ["hey", "-n", str(per_client), "-c", "1", "-o", "csv", "-disable-keepalive"]
         command += [] if rate is None else ["-q", f"{rate / clients:g}"]
         command += [] if bodies is None else ["-m", "POST", "-T", "application/json", "-D", str(bodies[k])]
         processes.append(subprocess.Popen([*command, url], stdout=subprocess.PIPE, text=True))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -56,17 +56,21 @@ def available_hours(dataset_dir: Path) -> list[datetime]:
     return hours
 
 
-def write_table_atomic(table: pa.Table, path: Path) -> None:
+def write_table_atomic(table: pa.Table, path: Path, no_dictionary: Collection[str] = ()) -> None:
+    """``no_dictionary``: columns of floats, where dictionary encoding costs CPU and saves nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    dictionary = [c for c in table.column_names if c not in no_dictionary] if no_dictionary else True
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=dictionary)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def write_hourly(table: pa.Table, dataset_dir: Path, part: str = "part-0") -> list[datetime]:
+def write_hourly(
+    table: pa.Table, dataset_dir: Path, part: str = "part-0", no_dictionary: Collection[str] = ()
+) -> list[datetime]:
     """Split ``table`` by the hour of its ``ts`` column and write one file per hour.
 
     Writing the same ``part`` name again replaces that hour's file (an idempotent rerun); distinct part
@@ -84,7 +88,7 @@ def write_hourly(table: pa.Table, dataset_dir: Path, part: str = "part-0") -> li
         key = int(sorted_keys[chunk[0]])
         hour = datetime.fromtimestamp(key * 3600, tz=UTC)
         rows = table.take(pa.array(order[chunk]))
-        write_table_atomic(rows, partition_dir(dataset_dir, hour) / f"{part}.parquet")
+        write_table_atomic(rows, partition_dir(dataset_dir, hour) / f"{part}.parquet", no_dictionary)
         written.append(hour)
     return written
 

@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from solaris.data import hourly
@@ -83,3 +84,12 @@ def test_iter_hours_streams_one_hour_at_a_time(tmp_path: Path) -> None:
 def test_naive_time_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no timezone"):
         hourly.read_range(tmp_path, datetime(2026, 1, 5), datetime(2026, 1, 6), IMPRESSIONS)
+
+
+def test_columns_named_no_dictionary_are_written_plain(tmp_path: Path) -> None:
+    hourly.write_hourly(_impressions(1, 20), tmp_path, no_dictionary=("user_id",))
+    (path,) = tmp_path.rglob("*.parquet")
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+    assert "RLE_DICTIONARY" not in encodings["user_id"] and "RLE_DICTIONARY" in encodings["item_id"]
+    assert pq.read_table(path).column("user_id").to_pylist() == _impressions(1, 20).column("user_id").to_pylist()
