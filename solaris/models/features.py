@@ -21,6 +21,7 @@ MAX_EXACT_ID = 2**24
 US_PER_HOUR = 3_600_000_000
 HISTORY_FIELDS = ("h_item", "h_click", "h_conv", "h_gap")
 BASE_COLUMNS = ("user_id", "item_id", "hour", "position")
+TIERS = ("pair", "agg", "knn")  # the store's tiers, in the order the VM's inputs hold them
 EXPOSURE_WINDOWS_H = (6, 24, 72)
 
 

@@ -14,11 +14,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from solaris.models.features import BASE_COLUMNS, IdTable
+from solaris.models.features import BASE_COLUMNS, TIERS, IdTable
 from solaris.models.layers import SideEmbedding, base_logit, mlp, shrink_embeddings
 
 VARIANTS = ("base", "distilled", "solaris", "solaris_distilled")
-TIERS = ("pair", "agg", "knn")
 
 
 @dataclass(frozen=True)

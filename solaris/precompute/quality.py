@@ -18,11 +18,11 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
+from solaris.models.features import TIERS
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.ranking import pair_keys
 from solaris.store.base import FeatureStore
 
-TIERS = ("pair", "agg", "knn")
 INSTANT = timedelta(microseconds=1)
 
 

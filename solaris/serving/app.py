@@ -132,7 +132,9 @@ def build_service(store: FeatureStore, models: ChampionWatcher | ServingModel, c
     metrics = RankerMetrics()
     log = None
     if config.served_log_dir is not None:
-        log = ServedLog(config.served_log_dir, on_drop=lambda rows: metrics.served_log_dropped.inc(rows))
+        log = ServedLog(
+            config.served_log_dir, on_drop=lambda rows: metrics.served_log_dropped.inc(rows), child_process=True
+        )
     ranker = Ranker(store, models, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
     return Service(ranker, models if isinstance(models, ChampionWatcher) else None, config.poll_seconds)
 

@@ -1,17 +1,21 @@
 """Features as served: every scored candidate with the exact tier inputs the VM saw, to hour-partitioned
 Parquet. This log is the SOLARIS VM's training data, so training sees what serving saw (no skew).
 
-Logging is off the request path: the ranker hands its arrays to a bounded queue and a writer thread builds
-the rows and the files; when the queue is full the batch is dropped and counted, never waited for.
+Logging is off the request path: the ranker hands its arrays to a bounded queue and a writer (a thread, or
+for the HTTP service a child process) builds the rows and the files; when the queue is full the batch is
+dropped and counted, never waited for.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import queue
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from datetime import datetime
 from pathlib import Path
 
@@ -20,8 +24,9 @@ import pyarrow as pa
 
 from solaris.data.hourly import read_range, write_hourly
 from solaris.data.schema import TS
-from solaris.models.features import BASE_COLUMNS
-from solaris.models.vm import TIERS
+from solaris.models.features import BASE_COLUMNS, TIERS
+
+BatchQueue = Any  # queue.Queue in a thread, multiprocessing's Queue in a child process: the same calls
 
 
 def served_schema(code_dim: int) -> pa.Schema:
@@ -111,28 +116,91 @@ def served_codes(table: pa.Table, tier: str) -> np.ndarray:
     return column.values.to_numpy().reshape(len(column), column.type.list_size).astype(np.float32)
 
 
-_FLUSH = object()
+FLUSH = "flush"  # a request on the batch queue: write what is pending, then answer on the reply queue
+STOP = None
+CHILD_NICENESS = 10
+
+
+def write_loop(batches: BatchQueue, replies: BatchQueue, dataset_dir: Path, flush_rows: int) -> None:
+    """The writer, in a thread or a child process: rows are built as each batch arrives (all at once at
+    flush they would hold the GIL for ~100 ms), and every ``flush_rows`` rows, and on each FLUSH, one new
+    part file is written per hour pending. A FLUSH is answered with None or the first error since the last."""
+    pending: list[pa.Table] = []
+    rows, error = 0, None
+    while (item := batches.get()) is not STOP:
+        if isinstance(item, ServedBatch):
+            try:
+                pending.append(item.table())
+                rows += item.rows
+            except Exception as exc:
+                error = error or repr(exc)
+        if pending and (item == FLUSH or rows >= flush_rows):
+            try:
+                part = f"part-{uuid.uuid4().hex}"
+                write_hourly(pa.concat_tables(pending), dataset_dir, part, no_dictionary=TIERS)
+            except Exception as exc:  # keep serving; the next flush reports it
+                error = error or repr(exc)
+            pending, rows = [], 0
+        if item == FLUSH:
+            replies.put(error)
+            error = None
+
+
+def _child_main(batches: BatchQueue, replies: BatchQueue, dataset_dir: Path, flush_rows: int) -> None:
+    os.nice(CHILD_NICENESS)  # under load, serving goes first; the log takes what is left
+    write_loop(batches, replies, dataset_dir, flush_rows)
+
+
+class ServedLogError(RuntimeError):
+    """The writer failed to write rows, or died."""
 
 
 class ServedLog:
-    """A background writer of served rows; each flush writes one new part file per hour it holds."""
+    """A background writer of served rows; each flush writes one new part file per hour it holds.
+
+    ``child_process=True`` (the HTTP service) writes from a child process at a lower priority: building rows
+    and encoding Parquet cost about a millisecond of CPU per 200-candidate request, and in the serving
+    process they contend for its GIL (bench_serving). A thread (the default) suits batch callers such as the
+    replay. Either way a full queue drops and counts the batch; serving never waits for the log.
+    """
 
     def __init__(
-        self, dataset_dir: Path, flush_rows: int = 100_000, max_pending: int = 1024, on_drop: Callable[[int], None] | None = None
+        self,
+        dataset_dir: Path,
+        flush_rows: int = 100_000,
+        max_pending: int = 1024,
+        on_drop: Callable[[int], None] | None = None,
+        child_process: bool = False,
     ) -> None:
         self.dataset_dir = Path(dataset_dir)
-        self.flush_rows = flush_rows
-        self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
         self._on_drop = on_drop or (lambda rows: None)
         self.dropped_rows = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="served-log", daemon=True)
-        self._thread.start()
+        self.error: str | None = None
+        if child_process:
+            context = multiprocessing.get_context("spawn")  # no fork of a threaded server
+            self._batches: BatchQueue = context.Queue(maxsize=max_pending)
+            self._replies: BatchQueue = context.Queue()
+            host = context.Process(
+                target=_child_main, args=(self._batches, self._replies, self.dataset_dir, flush_rows), daemon=True
+            )
+        else:
+            self._batches, self._replies = queue.Queue(maxsize=max_pending), queue.Queue()
+            host = threading.Thread(
+                target=write_loop, args=(self._batches, self._replies, self.dataset_dir, flush_rows), daemon=True
+            )
+        host.name = "served-log"
+        self._host = host
+        host.start()
+
+    @property
+    def pid(self) -> int | None:
+        """The child process's pid (None for a thread)."""
+        return getattr(self._host, "pid", None)
 
     def log(self, batch: ServedBatch) -> bool:
         """Queue a batch for writing; False (and counted) if the writer is behind."""
         try:
-            self._queue.put_nowait(batch)
+            self._batches.put_nowait(batch)
             return True
         except queue.Full:
             self.dropped_rows += batch.rows
@@ -140,41 +208,24 @@ class ServedLog:
             return False
 
     def flush(self) -> None:
-        """Write everything queued so far (blocks until it is on disk)."""
-        done = threading.Event()
-        self._queue.put((_FLUSH, done))
-        done.wait()
-        if self.error is not None:
-            raise RuntimeError(f"served log writer failed: {self.error}") from self.error
+        """Write everything queued so far (blocks until it is on disk); raises if rows were lost since the
+        last flush."""
+        self._batches.put(FLUSH)
+        while True:
+            try:
+                error = self._replies.get(timeout=1.0)
+                break
+            except queue.Empty:
+                if not self._host.is_alive():
+                    raise ServedLogError(f"the served log writer died (exit code {getattr(self._host, 'exitcode', None)})")
+        if error is not None:
+            self.error = error
+            raise ServedLogError(f"served log writer failed: {error}")
 
     def close(self) -> None:
-        if self._thread.is_alive():
-            self.flush()
-            self._queue.put(None)
-            self._thread.join()
-
-    def _run(self) -> None:
-        """Rows are built as each batch arrives, not all at flush: building holds the GIL, and 500 batches
-        at once would take the GIL from the serving thread for ~100 ms (the Parquet write releases it)."""
-        pending: list[pa.Table] = []
-        rows = 0
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            is_flush = isinstance(item, tuple) and item[0] is _FLUSH
-            if not is_flush:
-                try:
-                    pending.append(item.table())
-                    rows += item.rows
-                except Exception as exc:
-                    self.error = exc
-            if pending and (is_flush or rows >= self.flush_rows):
-                try:
-                    part = f"part-{uuid.uuid4().hex}"
-                    write_hourly(pa.concat_tables(pending), self.dataset_dir, part, no_dictionary=TIERS)
-                except Exception as exc:  # keep serving; the next flush reports it
-                    self.error = exc
-                pending, rows = [], 0
-            if is_flush:
-                item[1].set()
+        if self._host.is_alive():
+            try:
+                self.flush()
+            finally:
+                self._batches.put(STOP)
+                self._host.join()

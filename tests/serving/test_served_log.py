@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import os
+import signal
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import T, Layout
 
-from solaris.models.features import BASE_COLUMNS
-from solaris.serving.champion import ServingModel
-from solaris.models.vm import TIERS
+from solaris.models.features import BASE_COLUMNS, TIERS
 from solaris.serving import Ranker, servedlog
-from solaris.serving.servedlog import ServedLog, read_served, served_codes
+from solaris.serving.champion import ServingModel
+from solaris.serving.servedlog import ServedLog, ServedLogError, read_served, served_codes
+
+HOSTS = {"thread": False, "child process": True}
 
 
-def test_served_rows_round_trip_by_hour(layout: Layout, champion: ServingModel, tmp_path: Path) -> None:
-    log = ServedLog(tmp_path / "served")
+@pytest.mark.parametrize("host", HOSTS)
+def test_served_rows_round_trip_by_hour(layout: Layout, champion: ServingModel, tmp_path: Path, host: str) -> None:
+    log = ServedLog(tmp_path / "served", child_process=HOSTS[host])
     ranker = Ranker(layout.store, champion, served_log=log)
     first = ranker.rank(1, np.array([10, 11]), T, request_id=7)
     second = ranker.rank(2, np.array([20, 30]), T + timedelta(hours=1, minutes=5), request_id=8)
@@ -50,7 +54,7 @@ def test_a_full_queue_drops_and_counts_instead_of_blocking(
     ranker = Ranker(layout.store, champion, served_log=log)
     ranker.rank(1, np.array([10]), T)  # the writer takes it and sticks in the write
     deadline = time.monotonic() + 10
-    while not log._queue.empty() and time.monotonic() < deadline:  # noqa: SLF001
+    while not log._batches.empty() and time.monotonic() < deadline:  # noqa: SLF001
         time.sleep(0.01)
     ranker.rank(1, np.array([11]), T)  # fills the queue
     served = ranker.rank(1, np.array([10, 11, 12]), T)
@@ -58,3 +62,43 @@ def test_a_full_queue_drops_and_counts_instead_of_blocking(
     assert log.dropped_rows == 3 and len(served.scores) == 3
     disk_free.set()
     ranker.close()
+
+
+def test_a_stopped_writer_process_drops_and_counts_then_catches_up(
+    layout: Layout, champion: ServingModel, tmp_path: Path
+) -> None:
+    log = ServedLog(tmp_path / "served", max_pending=2, child_process=True)
+    ranker = Ranker(layout.store, champion, served_log=log)
+    ranker.rank(1, np.array([10]), T, request_id=1)
+    log.flush()  # the child is up and has written the first row
+    os.kill(log.pid, signal.SIGSTOP)  # a writer that gets no CPU
+    try:
+        for request in range(2, 12):
+            ranker.rank(1, np.array([10, 11]), T, request_id=request)
+        assert 0 < log.dropped_rows <= 18  # 10 requests of 2 rows; at most the queue's 2 batches (+1 in flight) kept
+    finally:
+        os.kill(log.pid, signal.SIGCONT)
+    ranker.close()
+    written = read_served(tmp_path / "served", T - timedelta(hours=1), T + timedelta(hours=1), champion.code_dim)
+    assert written.num_rows == 1 + 20 - log.dropped_rows
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_failed_write_is_raised_at_the_next_flush(
+    layout: Layout, champion: ServingModel, tmp_path: Path, host: str
+) -> None:
+    blocked = tmp_path / "served"
+    blocked.write_text("a file where the log's folder should be")
+    log = ServedLog(blocked, child_process=HOSTS[host])
+    Ranker(layout.store, champion, served_log=log).rank(1, np.array([10]), T)
+    with pytest.raises(ServedLogError, match="served log writer failed: .*Error"):
+        log.flush()
+    log.flush()  # reported once; nothing pending since
+    log.close()
+
+
+def test_a_dead_writer_process_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    log = ServedLog(tmp_path / "served", child_process=True)
+    os.kill(log.pid, signal.SIGKILL)
+    with pytest.raises(ServedLogError, match="died"):
+        log.flush()
