@@ -5,7 +5,9 @@ runs on a small pool and a read that errors, overruns the timeout or finds the p
 as tier none (and counted). The next request tries the store again, so serving recovers by itself.
 
 ``serve`` waits for the read on the calling thread; ``serve_async`` awaits it, so the HTTP service scores
-on its event loop and hands each request to one other thread (the read) instead of two.
+on its event loop. A store with ``local_reads`` (SQLite) is read on the caller's own thread, its time bounded
+by interrupting the read: a handoff to another thread costs more than the read at the tail, as the two
+threads take turns at the GIL (bench_serving). A network store is read on the pool.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
 from solaris.serving.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
-from solaris.store.base import FeatureStore, TierBatchRead
+from solaris.store.base import FeatureStore, StoreReadTimeout, TierBatchRead
 from solaris.store.codec import to_micros
 
 
@@ -112,6 +114,8 @@ class Ranker:
         model = self.model  # one reference for the whole batch: VM and embedding version stay together
         if self.store_timeout_s is None:
             read, failure = self.store.read_tiers_batch(model.pinned.embedding_version, user_ids, item_ids, t), None
+        elif self.store.local_reads:
+            read, failure = self._read_here(model, user_ids, item_ids, t)
         else:
             future = self._submit_read(model, user_ids, item_ids, t)
             read, failure = _wait(future, self.store_timeout_s) if future else (None, "overloaded")
@@ -126,12 +130,27 @@ class Ranker:
         t: datetime,
         request_ids: np.ndarray | None = None,
     ) -> Served:
-        """``serve`` for an event loop; without a store timeout the read runs on the pool all the same."""
+        """``serve`` for an event loop: a network store is read on the pool (with or without a timeout) and awaited."""
         started = time.perf_counter()
         model = self.model
-        future = self._submit_read(model, user_ids, item_ids, t)
-        read, failure = (await _wait_async(future, self.store_timeout_s)) if future else (None, "overloaded")
+        if self.store.local_reads:
+            read, failure = self._read_here(model, user_ids, item_ids, t)
+        else:
+            future = self._submit_read(model, user_ids, item_ids, t)
+            read, failure = (await _wait_async(future, self.store_timeout_s)) if future else (None, "overloaded")
         return self._score(model, started, read, failure, user_ids, item_ids, ts_us, positions, request_ids)
+
+    def _read_here(
+        self, model: ServingModel, users: np.ndarray, items: np.ndarray, t: datetime
+    ) -> tuple[TierBatchRead | None, str | None]:
+        """A local store's read on this thread, interrupted past the timeout."""
+        try:
+            version = model.pinned.embedding_version
+            return self.store.read_tiers_batch(version, users, items, t, timeout_s=self.store_timeout_s), None
+        except StoreReadTimeout:
+            return None, "timeout"
+        except Exception:
+            return None, "error"
 
     def _submit_read(self, model: ServingModel, users: np.ndarray, items: np.ndarray, t: datetime) -> Future | None:
         """The read on the pool, or None when reads are already piling up on a stalled store."""

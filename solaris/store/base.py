@@ -19,6 +19,10 @@ class StoreError(ValueError):
     """A batch or request the store refuses; nothing of it was written."""
 
 
+class StoreReadTimeout(TimeoutError):
+    """A read interrupted because it ran past the time it was given."""
+
+
 @dataclass(frozen=True)
 class EmbeddingVersion:
     version_id: str
@@ -101,6 +105,11 @@ class FeatureStore(ABC):
     ``expires_at > t``, one round trip per tier.
     """
 
+    #: Reads never wait on a network, and ``read_tiers_batch(..., timeout_s=...)`` interrupts one that
+    #: runs too long: a latency-critical caller may read on its own thread instead of handing the read to
+    #: a pool it can stop waiting for (a stalled socket cannot be interrupted from the reading thread).
+    local_reads: bool = False
+
     @abstractmethod
     def init_schema(self) -> None:
         """Create the tables if they are missing (idempotent)."""
@@ -159,9 +168,10 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def read_tiers_batch(
-        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime
+        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
     ) -> TierBatchRead:
-        """Every tier for each (user, item) pair, fresh at ``t``.
+        """Every tier for each (user, item) pair, fresh at ``t``; ``timeout_s`` only where ``local_reads``
+        (past it, :class:`StoreReadTimeout`).
 
         The neighbour tier for pair (u, i) is ``sum_j s_j * pair(j, i) / sum_j s_j`` over u's fresh
         neighbours j with similarity ``s_j > 0`` that have a fresh pair (j, i); its mask is true iff at

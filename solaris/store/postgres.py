@@ -63,7 +63,7 @@ class PostgresFeatureStore(SqlFeatureStore):
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
         return {"users": users}
 
-    def _read_tier_rows(self, conn: Any, params: dict[str, Any]) -> TierRows:
+    def _read_tier_rows(self, conn: Any, params: dict[str, Any], timeout_s: None) -> TierRows:
         # One row of columns, in binary: the arrays load straight into numpy (register_numpy_array_loaders).
         return TierRows(*conn.execute(self._sql("read_tiers"), params, binary=True).fetchone())
 

@@ -85,8 +85,8 @@ class SqlFeatureStore(FeatureStore):
     def _users_param(self, users: np.ndarray) -> dict[str, Any]: ...
 
     @abstractmethod
-    def _read_tier_rows(self, conn: Any, params: dict[str, Any]) -> TierRows:
-        """``read_tiers`` run on a reader connection, its answer as columns."""
+    def _read_tier_rows(self, conn: Any, params: dict[str, Any], timeout_s: float | None) -> TierRows:
+        """``read_tiers`` run on a reader connection, its answer as columns (``timeout_s``: local_reads only)."""
 
     def init_schema(self) -> None:
         with self._engine.begin() as conn:
@@ -193,13 +193,15 @@ class SqlFeatureStore(FeatureStore):
         return PairIndex.build(users, items)
 
     def read_tiers_batch(
-        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime
+        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
     ) -> TierBatchRead:
+        if timeout_s is not None and not self.local_reads:
+            raise ValueError(f"{self.dialect} reads wait on a network: bound them from another thread, not timeout_s")
         ver = self.get_embedding_version(version)
         index = self._request(user_ids, item_ids)
         params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
         with self._readers.connection() as conn:
-            rows = self._read_tier_rows(conn, params)
+            rows = self._read_tier_rows(conn, params, timeout_s)
         return assemble(index, rows, ver.dim, ver.dtype)
 
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:

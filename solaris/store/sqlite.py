@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
 from datetime import datetime
 from itertools import repeat
 from typing import Any
@@ -11,13 +13,19 @@ import numpy as np
 from sqlalchemy import create_engine, event
 
 from solaris.store import validate
+from solaris.store.base import StoreReadTimeout
 from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import SqliteStoreConfig
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 
 
+# SQLite calls the deadline check every this many VM steps: ~100 checks in a 2 ms read.
+PROGRESS_STEPS = 10_000
+
+
 class SqliteFeatureStore(SqlFeatureStore):
     dialect = "sqlite"
+    local_reads = True  # a file on this machine: a read is bounded by interrupting it, on any thread
 
     def __init__(self, config: SqliteStoreConfig) -> None:
         config.path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,8 +49,19 @@ class SqliteFeatureStore(SqlFeatureStore):
     def _users_param(self, users: np.ndarray) -> dict[str, Any]:
         return {"users": json.dumps(users.tolist())}
 
-    def _read_tier_rows(self, conn: Any, params: dict[str, Any]) -> TierRows:
-        return TierRows.from_rows(conn.execute(self._sql("read_tiers"), params).fetchall())
+    def _read_tier_rows(self, conn: sqlite3.Connection, params: dict[str, Any], timeout_s: float | None) -> TierRows:
+        if timeout_s is None:
+            return TierRows.from_rows(conn.execute(self._sql("read_tiers"), params).fetchall())
+        deadline = time.monotonic() + timeout_s
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)  # true: interrupt
+        try:
+            return TierRows.from_rows(conn.execute(self._sql("read_tiers"), params).fetchall())
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > deadline:
+                raise StoreReadTimeout(f"SQLite read interrupted after {timeout_s * 1000:g} ms") from exc
+            raise
+        finally:
+            conn.set_progress_handler(None, 0)
 
     def _write_pairs(self, batch: validate.PairBatch) -> None:
         s = batch.stamp

@@ -11,6 +11,7 @@ import torch
 from conftest import TTL, StoreFactory, T, Layout, lay_out
 
 from solaris.serving import Ranker
+from solaris.store import sqlite as sqlite_store
 from solaris.serving.champion import ServingModel
 from solaris.models.features import BASE_COLUMNS
 from solaris.serving.tiers import absent, served_inputs
@@ -93,3 +94,28 @@ def test_the_awaited_path_serves_what_the_waited_one_does(layout: Layout, champi
         np.testing.assert_array_equal(awaited.scores, waited.scores)
         assert awaited.tier_names() == waited.tier_names() == ["pair", "agg", "agg"]
         ranker.close()
+
+
+def test_sqlite_reads_in_thread_and_is_interrupted_past_the_timeout_postgresql_refuses(
+    make_store: StoreFactory, champion: ServingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite is read on the serving thread, its time bounded by interrupting the query; a network store
+    cannot be interrupted from the reading thread, so it refuses the in-thread timeout (the ranker uses its pool)."""
+    layout = lay_out(make_store(), champion)
+    if not layout.store.local_reads:
+        with pytest.raises(ValueError, match="postgresql reads wait on a network"):
+            layout.store.read_tiers_batch(layout.version, np.array([1]), np.array([10]), T, timeout_s=0.05)
+        return
+    ranker = Ranker(layout.store, champion, store_timeout_s=0.5)
+    assert ranker.rank(1, np.array([10]), T).tier_names() == ["pair"]
+
+    clock = iter(range(0, 10**6, 60))  # every look at the clock is a minute later: the deadline passes in-query
+    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(sqlite_store, "PROGRESS_STEPS", 1)  # the test's query is short: check at every step
+    late = ranker.rank(1, np.array([10, 11]), T)
+    assert late.store_failure == "timeout" and late.tier_names() == ["none", "none"]
+    assert ranker.metrics.store_failures.labels("timeout")._value.get() == 1
+    monkeypatch.undo()
+    assert ranker.rank(1, np.array([10]), T).tier_names() == ["pair"]  # the next read is whole again
+    awaited = asyncio.run(ranker.rank_async(1, np.array([10]), T))
+    assert awaited.store_failure is None and awaited.tier_names() == ["pair"]
