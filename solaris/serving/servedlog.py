@@ -176,6 +176,7 @@ class ServedLog:
         self._on_drop = on_drop or (lambda rows: None)
         self.dropped_rows = 0
         self.error: str | None = None
+        self._closed = False
         if child_process:
             context = multiprocessing.get_context("spawn")  # no fork of a threaded server
             self._batches: BatchQueue = context.Queue(maxsize=max_pending)
@@ -198,8 +199,10 @@ class ServedLog:
         return getattr(self._host, "pid", None)
 
     def log(self, batch: ServedBatch) -> bool:
-        """Queue a batch for writing; False (and counted) if the writer is behind."""
+        """Queue a batch for writing; False (and counted) if the writer is behind or closed."""
         try:
+            if self._closed:
+                raise queue.Full
             self._batches.put_nowait(batch)
             return True
         except queue.Full:
@@ -223,9 +226,18 @@ class ServedLog:
             raise ServedLogError(f"served log writer failed: {error}")
 
     def close(self) -> None:
-        if self._host.is_alive():
-            try:
+        if self._closed:
+            return
+        try:
+            if self._host.is_alive():
                 self.flush()
-            finally:
+        finally:
+            self._closed = True
+            if self._host.is_alive():
                 self._batches.put(STOP)
                 self._host.join()
+            if self.pid is not None:  # release the queues' semaphores now, not at the tracker's exit (a warning)
+                for q in (self._batches, self._replies):
+                    q.close()
+                    q.join_thread()
+                self._batches = self._replies = None

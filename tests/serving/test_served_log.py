@@ -102,3 +102,15 @@ def test_a_dead_writer_process_is_an_error_not_a_hang(tmp_path: Path) -> None:
     os.kill(log.pid, signal.SIGKILL)
     with pytest.raises(ServedLogError, match="died"):
         log.flush()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_batch_after_close_is_dropped_and_counted(
+    layout: Layout, champion: ServingModel, tmp_path: Path, host: str
+) -> None:
+    log = ServedLog(tmp_path / "served", child_process=HOSTS[host])
+    ranker = Ranker(layout.store, champion, served_log=log)
+    ranker.close()
+    log.close()  # twice is harmless
+    served = ranker.rank(1, np.array([10, 11]), T)  # a request racing the shutdown still gets its answer
+    assert len(served.scores) == 2 and log.dropped_rows == 2
