@@ -8,9 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CUMULATIVE_TIERS = ("pair", "agg", "knn")  # coverage["agg"] is the share fed by pair OR aggregate, and so on
-
-
 SWEEP_FRACTIONS = (0.05, 0.1, 0.2, 0.4)  # the top_fraction sweep the issue asks for
+
 
 @dataclass(frozen=True)
 class ModelScore:

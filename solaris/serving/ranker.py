@@ -130,14 +130,14 @@ class Ranker:
         t: datetime,
         request_ids: np.ndarray | None = None,
     ) -> Served:
-        """``serve`` for an event loop: a network store is read on the pool (with or without a timeout) and awaited."""
+        """``serve`` for an event loop: a network store is read on the pool (with or without a timeout) and
+        awaited; a local store's read has nothing to await and runs as in ``serve``."""
+        if self.store.local_reads:
+            return self.serve(user_ids, item_ids, ts_us, positions, t, request_ids)
         started = time.perf_counter()
         model = self.model
-        if self.store.local_reads:
-            read, failure = self._read_here(model, user_ids, item_ids, t)
-        else:
-            future = self._submit_read(model, user_ids, item_ids, t)
-            read, failure = (await _wait_async(future, self.store_timeout_s)) if future else (None, "overloaded")
+        future = self._submit_read(model, user_ids, item_ids, t)
+        read, failure = (await _wait_async(future, self.store_timeout_s)) if future else (None, "overloaded")
         return self._score(model, started, read, failure, user_ids, item_ids, ts_us, positions, request_ids)
 
     def _read_here(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from itertools import repeat
 from typing import Any
@@ -18,9 +20,26 @@ from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import SqliteStoreConfig
 from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 
-
 # SQLite calls the deadline check every this many VM steps: ~100 checks in a 2 ms read.
 PROGRESS_STEPS = 10_000
+
+
+@contextmanager
+def _deadline(conn: sqlite3.Connection, timeout_s: float | None) -> Iterator[None]:
+    """Interrupt what runs on ``conn`` past ``timeout_s`` (StoreReadTimeout); None: no bound."""
+    if timeout_s is None:
+        yield
+        return
+    deadline = time.monotonic() + timeout_s
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)  # true: interrupt
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if time.monotonic() > deadline:
+            raise StoreReadTimeout(f"SQLite read interrupted after {timeout_s * 1000:g} ms") from exc
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 class SqliteFeatureStore(SqlFeatureStore):
@@ -50,18 +69,8 @@ class SqliteFeatureStore(SqlFeatureStore):
         return {"users": json.dumps(users.tolist())}
 
     def _read_tier_rows(self, conn: sqlite3.Connection, params: dict[str, Any], timeout_s: float | None) -> TierRows:
-        if timeout_s is None:
+        with _deadline(conn, timeout_s):
             return TierRows.from_rows(conn.execute(self._sql("read_tiers"), params).fetchall())
-        deadline = time.monotonic() + timeout_s
-        conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)  # true: interrupt
-        try:
-            return TierRows.from_rows(conn.execute(self._sql("read_tiers"), params).fetchall())
-        except sqlite3.OperationalError as exc:
-            if time.monotonic() > deadline:
-                raise StoreReadTimeout(f"SQLite read interrupted after {timeout_s * 1000:g} ms") from exc
-            raise
-        finally:
-            conn.set_progress_handler(None, 0)
 
     def _write_pairs(self, batch: validate.PairBatch) -> None:
         s = batch.stamp
