@@ -115,7 +115,8 @@ class FeatureStore(ABC):
         """Create the tables if they are missing (idempotent)."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the store's database connections (the serving reads' and the engine's pool); ``with`` calls it."""
 
     @abstractmethod
     def register_embedding_version(
@@ -138,7 +139,25 @@ class FeatureStore(ABC):
         scores: np.ndarray,
         created_at: datetime,
         expires_at: datetime,
-    ) -> int: ...
+    ) -> int:
+        """Upsert one run's pair embeddings, the direct tier, as one batch checked whole and written in one transaction.
+
+        Args:
+            run_id: The precompute run writing the batch (non-empty), recorded on every row.
+            version: A registered embedding version id; it fixes the vectors' dimension and storage dtype.
+            user_ids: [n] non-negative integer user ids.
+            item_ids: [n] non-negative integer item ids; no (user, item) pair may appear twice in the batch.
+            vectors: [n, dim] finite pair embeddings, stored as the version's dtype.
+            scores: [n] the verifier's finite score of each pair.
+            created_at: When the rows were computed (timezone-aware, logical time).
+            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows.
+
+        Returns:
+            The number of pairs written; a pair already stored under this version is replaced.
+
+        Raises:
+            StoreError: The version is unknown or the batch fails a check; nothing is written.
+        """
 
     @abstractmethod
     def write_user_aggregates(
@@ -151,7 +170,25 @@ class FeatureStore(ABC):
         window_hours: int,
         created_at: datetime,
         expires_at: datetime,
-    ) -> int: ...
+    ) -> int:
+        """Upsert one run's user aggregates (each user's mean pair vector), checked whole, in one transaction.
+
+        Args:
+            run_id: The precompute run writing the batch (non-empty), recorded on every row.
+            version: A registered embedding version id; it fixes the vectors' dimension and storage dtype.
+            user_ids: [n] non-negative integer user ids, each at most once in the batch.
+            vectors: [n, dim] finite aggregate vectors, stored as the version's dtype.
+            pair_counts: [n] non-negative integers: how many pair vectors each aggregate is the mean of.
+            window_hours: The trailing window the aggregates cover, a positive integer, stored on every row.
+            created_at: When the rows were computed (timezone-aware, logical time).
+            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows.
+
+        Returns:
+            The number of users written; a user already stored under this version is replaced.
+
+        Raises:
+            StoreError: The version is unknown or the batch fails a check; nothing is written.
+        """
 
     @abstractmethod
     def write_user_neighbours(
@@ -213,10 +250,30 @@ class FeatureStore(ABC):
         counts: Mapping[str, int],
         timings: Mapping[str, float],
         finished_at: datetime,
-    ) -> None: ...
+    ) -> None:
+        """Close a started run: set its final status, counts, timings and finish time, replacing any earlier ones.
+
+        Args:
+            run_id: A run recorded by :meth:`start_run`.
+            status: ``"succeeded"`` or ``"failed"``.
+            counts: Named integer counts of the run (rows written, ...), stored as JSON.
+            timings: Named durations in seconds, stored as JSON.
+            finished_at: Timezone-aware, not before the run's ``started_at``.
+
+        Raises:
+            StoreError: The status is not a final one, the run was never started, or it finishes before it began.
+        """
 
     @abstractmethod
-    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """One run's record as :meth:`start_run` and :meth:`finish_run` left it (a failing task checks it exists).
+
+        Args:
+            run_id: The run's id as given to :meth:`start_run`.
+
+        Returns:
+            The run as last recorded (``finished_at`` None while it runs), or None if no run has that id.
+        """
 
     @abstractmethod
     def recent_runs(self, n: int = 20) -> Sequence[RunRecord]:

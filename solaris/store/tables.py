@@ -1,7 +1,7 @@
 """The store's tables as SQLAlchemy Core metadata, mirroring ``sql/<dialect>/schema.sql``.
 
 The DDL files are what the store runs; this mirror is for tools that want typed table objects (the UI
-plugin, ad-hoc queries). ``tests/store/test_schema.py`` builds both in fresh databases and compares them,
+plugin, ad-hoc queries). ``tests/store/test_store_schema.py`` builds both in fresh databases and compares them,
 so neither can drift. The one dialect difference: on PostgreSQL the pair table is partitioned by expiry
 hour, so its primary key must include ``expires_at``.
 """

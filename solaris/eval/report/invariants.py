@@ -1,0 +1,112 @@
+"""The invariants CI asserts on a replay report, each broken one a sentence naming the figure, with the figures
+derived from a report that the checks need and the tables show too (the mean per span, whether the FM beats the
+base VM at all); they live here so that the checks depend on no rendering.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from typing import Any
+
+from solaris.eval.figures import CUMULATIVE_TIERS, ReplayReport
+
+FM, VM_BASE = "FM", "VM base"
+NO_TRANSFER = "transfer ratio undefined: the FM does not beat the base VM"
+
+
+def span_means(report: ReplayReport, span: str | None) -> dict[str, float | None]:
+    """Mean over the span's hours (all hours for None) of each cumulative coverage tier, hit rate and staleness;
+    None where the span has no hour with that figure, NaN where an hour lacks a tier (an invariant names it)."""
+    hours = [h for h in report.hours if span is None or h.span == span]
+    means = {tier: _mean([h.coverage.get(tier, math.nan) for h in hours]) for tier in CUMULATIVE_TIERS}
+    means["hit_rate"] = _mean([h.hit_rate for h in hours if h.hit_rate is not None])
+    means["staleness"] = _mean([h.staleness_hours_mean for h in hours if h.staleness_hours_mean is not None])
+    return means
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def fm_loses_to_base(report: ReplayReport) -> bool:
+    """The FM does no better than the base VM, so no transfer ratio exists (False when either is missing)."""
+    ne = {m.name: m.ne for m in report.models}
+    return FM in ne and VM_BASE in ne and ne[FM] >= ne[VM_BASE]
+
+
+def check_invariants(report: ReplayReport) -> list[str]:
+    """Every violated invariant as a sentence naming the figure; empty when all hold."""
+    return [
+        *_nonfinite(asdict(report), "report"),
+        *_tier_order(report),
+        *_base_transfer(report),
+        *_sweep_invariants(report),
+    ]
+
+
+def _nonfinite(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, float) and not math.isfinite(value):
+        yield f"{path} is {value}, not a finite number"
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _nonfinite(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _nonfinite(v, f"{path}[{i}]")
+
+
+def _missing_tiers(coverages: Iterable[tuple[str, dict[str, float]]]) -> list[str]:
+    """For each (figure, coverage) lacking a tier, a sentence naming both."""
+    gaps = ((where, [t for t in CUMULATIVE_TIERS if t not in c]) for where, c in coverages)
+    return [f"{where} lacks coverage tier(s) {', '.join(missing)}" for where, missing in gaps if missing]
+
+
+def _tier_order(report: ReplayReport) -> Iterator[str]:
+    if not report.hours:
+        yield "coverage by tier: the report has no hours"
+        return
+    if missing := _missing_tiers((f"coverage by tier, hour {h.hour},", h.coverage) for h in report.hours):
+        yield from missing
+        return
+    for h in report.hours:
+        c = h.coverage
+        if not c["pair"] <= c["agg"] <= c["knn"]:
+            yield (
+                f"coverage by tier, hour {h.hour}: pair {c['pair']:.4f} <= agg {c['agg']:.4f} <= knn {c['knn']:.4f}"
+                " does not hold"
+            )
+    means = span_means(report, None)
+    if not means["agg"] > means["pair"]:
+        yield (
+            f"coverage by tier, mean over all hours: the user aggregate adds nothing "
+            f"(agg {means['agg']:.4f}, pair {means['pair']:.4f})"
+        )
+
+
+def _base_transfer(report: ReplayReport) -> Iterator[str]:
+    base = next((m for m in report.models if m.name == VM_BASE), None)
+    if base is None:
+        yield f"transfer ratio: no {VM_BASE!r} model in the report"
+    elif base.transfer_ratio is None and fm_loses_to_base(report):
+        yield f"{NO_TRANSFER} (NE {report.model(FM).ne:.4f} against {base.ne:.4f})"
+    elif base.transfer_ratio is None or abs(base.transfer_ratio) > 1e-12:
+        yield f"transfer ratio of {VM_BASE!r} is {base.transfer_ratio}, not 0"
+
+
+def _sweep_invariants(report: ReplayReport) -> Iterator[str]:
+    points = sorted(report.sweep, key=lambda p: p.top_fraction)
+    fractions = [p.top_fraction for p in points]
+    expected = sorted(report.swept_fractions)
+    if len(fractions) != len(expected) or not all(map(math.isclose, fractions, expected)):
+        yield f"top_fraction sweep: fractions {fractions}, expected {expected}"
+    if missing := _missing_tiers((f"top_fraction sweep, point {p.top_fraction:g},", p.coverage) for p in points):
+        yield from missing
+        return
+    for tier in ("pair", "knn"):
+        shares = [p.coverage[tier] for p in points]
+        if any(b < a for a, b in zip(shares, shares[1:])):
+            listed = ", ".join(f"{f:g}: {s:.4f}" for f, s in zip(fractions, shares, strict=True))
+            yield f"top_fraction sweep: {tier} coverage falls as top_fraction grows ({listed})"

@@ -1,0 +1,43 @@
+"""The report as an HTML page, rendered from ``templates/report.html.j2`` (autoescaped: every figure and sentence
+is escaped): the same sections as the terminal table, the broken invariants, and the PNG plots linked beside it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader
+
+from solaris.eval.figures import ReplayReport
+from solaris.eval.report.invariants import check_invariants
+from solaris.eval.report.plots import write_plots
+from solaris.eval.report.tables import sections, spans_line
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def write_html(report: ReplayReport, out_dir: Path) -> Path:
+    """``report.html`` with its PNGs beside it (relative links: the folder moves as one, e.g. into MLflow),
+    plus ``report.json``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = write_plots(report, out_dir)
+    page = _environment().get_template("report.html.j2")
+    html = out_dir / "report.html"
+    html.write_text(
+        page.render(
+            report=report,
+            spans=spans_line(report),
+            sections=sections(report),
+            plots=plots,
+            violations=check_invariants(report),
+        )
+    )
+    report.write_json(out_dir / "report.json")
+    return html
+
+
+@cache
+def _environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True)
