@@ -1,9 +1,9 @@
 """Import a real interaction log (CSV or Parquet) into the event-log layout of :mod:`solaris.data.eventlog`.
 
-Every row is validated before anything is written, and the log is built in a temporary folder and renamed
-into place, so bad input leaves no output at all. Errors name the file, the row (and, for CSV, the line)
-and the column, because a log of millions of rows is otherwise impossible to fix. All checks are vectorised:
-one bad row among millions costs the same as none.
+Reading the file and parsing its columns (and the errors naming the row and column of a bad cell) live in
+:mod:`solaris.data.sources`; this module turns the parsed rows into events, requests and side tables. Every row
+is validated before anything is written, and the log is built in a temporary folder and renamed into place,
+so bad input leaves no output at all.
 """
 
 from __future__ import annotations
@@ -12,29 +12,30 @@ import warnings
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from solaris.data.eventlog import EventLog, building, write_event_log
 from solaris.data.schema import ITEM_FEATURE_PREFIX, TS, USER_FEATURE_PREFIX, side_feature_schema
+from solaris.data.sources import (
+    LogImportError,
+    Source,
+    code_feature,
+    parse_binary,
+    parse_ids,
+    parse_ratings,
+    parse_timestamps,
+    read_source,
+)
 
 FORMATS = ("csv", "parquet")
 ON_DUPLICATE = ("drop", "error")
 HOUR_US = 3_600_000_000
 MAX_POSITION = np.iinfo(np.int16).max
-# Unix seconds outside this span cannot be held as microsecond timestamps.
-_MIN_SECONDS = pd.Timestamp.min.timestamp()
-_MAX_SECONDS = pd.Timestamp.max.timestamp()
 _SHOWN_DUPLICATES = 3
-
-
-class LogImportError(ValueError):
-    """Input we refuse to import; the message names the file, row and column at fault."""
 
 
 class DuplicateRowsWarning(UserWarning):
@@ -72,160 +73,6 @@ class ColumnMapping:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class Source:
-    """Rows to import, indexed by their 0-based data-row number in the file, and how to cite one."""
-
-    name: str
-    frame: pd.DataFrame
-    header_lines: int | None  # lines above data row 1 (CSV); None where lines mean nothing (Parquet)
-
-    def where(self, position: int) -> str:
-        row = int(self.frame.index[position]) + 1
-        line = "" if self.header_lines is None else f" (line {row + self.header_lines})"
-        return f"row {row}{line}"
-
-    def fail(self, position: int, column: str, problem: str) -> LogImportError:
-        return LogImportError(f"{self.name}, {self.where(position)}, column {column!r}: {problem}")
-
-
-def read_csv_source(data: Path | IO[bytes], name: str, columns: list[str], sep: str = ",") -> Source:
-    """Read every field as text so that parsing, and its errors, stay ours rather than pandas' guesses."""
-    try:
-        frame = pd.read_csv(
-            data, sep=sep, dtype=str, keep_default_na=False, na_values=[""], skip_blank_lines=False
-        )
-    except pd.errors.EmptyDataError:
-        raise LogImportError(f"{name}: the file is empty (no header line)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise LogImportError(f"{name}: not readable as CSV: {exc}") from None
-    _check_columns(name, list(frame.columns), columns)
-    blank = frame.isna().all(axis=1)  # blank lines keep their numbers, so later rows are cited right
-    return Source(name, frame.loc[~blank, columns], header_lines=1)
-
-
-def read_parquet_source(path: Path, columns: list[str]) -> Source:
-    try:
-        names = pq.read_schema(path).names
-        _check_columns(str(path), names, columns)
-        frame = pq.read_table(path, columns=columns).to_pandas()
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise LogImportError(f"{path}: not a readable Parquet file: {exc}") from None
-    return Source(str(path), frame, header_lines=None)
-
-
-def read_source(path: Path, columns: list[str], fmt: str | None = None) -> Source:
-    path = Path(path)
-    fmt = fmt or _format_of(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    if fmt == "csv":
-        return read_csv_source(path, str(path), columns)
-    return read_parquet_source(path, columns)
-
-
-def _format_of(path: Path) -> str:
-    suffix = path.suffix.lower().lstrip(".")
-    if suffix in ("csv", "parquet"):
-        return suffix
-    if suffix == "pq":
-        return "parquet"
-    raise LogImportError(f"{path}: cannot tell the format from the name; pass --format csv|parquet")
-
-
-def _check_columns(name: str, present: list[str], needed: list[str]) -> None:
-    missing = [c for c in needed if c not in present]
-    if missing:
-        raise LogImportError(
-            f"{name}: missing column(s) {', '.join(missing)} (the file has: {', '.join(map(str, present))})"
-        )
-
-
-def _cell(source: Source, column: str, position: int) -> object:
-    """A source value as plain Python, so messages show 3, not np.int64(3)."""
-    value = source.frame[column].iloc[position]
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _raise_first(source: Source, column: str, bad: np.ndarray, problem: str) -> None:
-    positions = np.flatnonzero(bad)
-    if len(positions):
-        first = int(positions[0])
-        value = _cell(source, column, first)
-        more = f" ({len(positions)} such rows)" if len(positions) > 1 else ""
-        raise source.fail(first, column, f"{problem}, got {value!r}{more}")
-
-
-def _numbers(source: Source, column: str) -> pd.Series:
-    """The column as numbers, NaN where a value is none; exact int64 when every value is an integer.
-
-    Arrow's cast parses a clean text column ~50x faster than pandas' coercion, which therefore runs only when
-    some value fails the cast (to find which).
-    """
-    raw = source.frame[column]
-    if pd.api.types.is_bool_dtype(raw.dtype):
-        return raw.astype("int64")
-    if pd.api.types.is_numeric_dtype(raw.dtype):
-        return raw
-    for target in (pa.int64(), pa.float64()):
-        try:
-            parsed = pc.cast(pa.array(raw, from_pandas=True), target)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            continue
-        return pd.Series(parsed.to_numpy(zero_copy_only=False), index=raw.index)
-    return pd.to_numeric(raw, errors="coerce")
-
-
-def parse_ids(source: Source, column: str) -> np.ndarray:
-    """Ids must be non-negative integers; exact int64 values are kept beyond float precision."""
-    numbers = _numbers(source, column)
-    values = numbers.to_numpy(dtype="float64", na_value=np.nan)
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(values) | (values < 0) | (values != np.floor(values)) | (values >= 2.0**63)
-    _raise_first(source, column, bad, "expected a non-negative integer id")
-    if pd.api.types.is_integer_dtype(numbers.dtype):
-        return numbers.to_numpy(dtype="int64")
-    return values.astype("int64")
-
-
-def parse_timestamps(source: Source, column: str) -> np.ndarray:
-    """UTC microseconds from unix seconds or ISO-8601 text; naive ISO times are taken as UTC."""
-    raw = source.frame[column]
-    if pd.api.types.is_datetime64_any_dtype(raw.dtype):
-        stamps = raw.dt.tz_localize("UTC") if raw.dt.tz is None else raw.dt.tz_convert("UTC")
-        _raise_first(source, column, stamps.isna().to_numpy(), "missing timestamp")
-        return stamps.dt.as_unit("us").astype("int64").to_numpy()
-    numbers = _numbers(source, column)
-    if pd.api.types.is_numeric_dtype(raw.dtype) or numbers.notna().all():
-        seconds = numbers.to_numpy(dtype="float64", na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(seconds) | (seconds < _MIN_SECONDS) | (seconds > _MAX_SECONDS)
-        _raise_first(source, column, bad, "expected unix seconds within years 1677-2262")
-        return np.round(seconds * 1e6).astype("int64")
-    stamps = pd.to_datetime(raw, format="ISO8601", utc=True, errors="coerce")
-    unparsable = stamps.isna().to_numpy()
-    _raise_first(source, column, unparsable, "unparsable timestamp (expected unix seconds or ISO-8601)")
-    return stamps.dt.as_unit("us").astype("int64").to_numpy()
-
-
-def parse_binary(source: Source, column: str) -> np.ndarray:
-    values = _numbers(source, column).to_numpy(dtype="float64", na_value=np.nan)
-    _raise_first(source, column, ~np.isin(values, (0.0, 1.0)), "expected 0 or 1")
-    return values.astype("int8")
-
-
-def parse_ratings(source: Source, column: str) -> np.ndarray:
-    values = _numbers(source, column).to_numpy(dtype="float64", na_value=np.nan)
-    _raise_first(source, column, ~np.isfinite(values), "expected a numeric rating")
-    return values
-
-
-def code_feature(values: pd.Series) -> tuple[np.ndarray, list[Any]]:
-    """Dense codes in sorted value order, so the same values always get the same codes; 0 means missing."""
-    codes, vocabulary = pd.factorize(values, sort=True)
-    return (codes + 1).astype("int32"), pd.Index(vocabulary).tolist()
 
 
 @dataclass(frozen=True)
@@ -410,7 +257,7 @@ def _check_constant(
     if changed.any():
         p = int(np.argmax(changed))
         q = int(np.argmax(ids == ids[p]))
-        earlier, later = _cell(source, feature, int(positions[q])), _cell(source, feature, int(positions[p]))
+        earlier, later = source.cell(int(positions[q]), feature), source.cell(int(positions[p]), feature)
         raise source.fail(
             int(positions[p]),
             feature,

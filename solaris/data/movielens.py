@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from solaris.data.eventlog import EventLog
-from solaris.data.importer import ColumnMapping, Source, import_source, read_csv_source
+from solaris.data.importer import ColumnMapping, import_source
+from solaris.data.sources import Source, read_csv_source
 
 SOURCE_NAME = "movielens-100k"
 WHEEL_REQUIREMENT = "recbole==1.2.1"

@@ -16,15 +16,8 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.data import importer
 from solaris.data.eventlog import EventLog
-from solaris.data.importer import (
-    ColumnMapping,
-    DuplicateRowsWarning,
-    LogImportError,
-    Source,
-    build_requests,
-    import_file,
-    parse_events,
-)
+from solaris.data.importer import ColumnMapping, DuplicateRowsWarning, build_requests, import_file, parse_events
+from solaris.data.sources import LogImportError, Source
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HEADER = "user,item,ts,click,seg,genre"
