@@ -27,7 +27,7 @@ from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
 from solaris.models.vm import VARIANTS, VMConfig, VerticalModel, score
 from solaris.models.vm_data import Teacher
-from solaris.tracking.jobs import World, vm_data
+from solaris.training.jobs import World, vm_data
 
 
 class RawTeacher(Teacher):

@@ -49,7 +49,7 @@ from solaris.serving import Ranker
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
 from solaris.serving.metrics import MULTIPROCESS_DIR_ENV, STORE_FAILURES
-from solaris.serving.tiers import TIER_NAMES, served_inputs
+from solaris.enrichment.tiers import TIER_NAMES, served_inputs
 from solaris.store import FeatureStore, SqliteStoreConfig, TierBatchRead, open_store
 from solaris.store.codec import storage_dtype, to_micros
 from solaris.store.combine import weighted_mean

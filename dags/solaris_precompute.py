@@ -13,20 +13,23 @@ For the hour starting at the end of the run's data interval, using only data bef
 6. **write_pairs**, **aggregates**, **neighbours** fill the feature store's three tiers (TTL `ttl_hours`);
 7. **expire** sweeps expired rows; **finish** closes the run record and logs metrics to MLflow.
 
-Tables pass between tasks as Parquet in a run-scoped staging folder; XCom carries only small metadata.
-Re-running an hour rewrites the same rows. The code is in `solaris.precompute`; this file only wires it.
+The steps, their order, the tables each passes on (Parquet in a run-scoped staging folder; XCom carries
+only small metadata) and the sharded GPU step are declared once in `solaris.precompute.pipeline`; this file
+builds the tasks from that declaration and wires them. Re-running an hour rewrites the same rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pendulum
-from airflow.sdk import Asset, Param, chain, dag, task
+from airflow.sdk import Param, dag, task
 
-# Emitted by solaris_train when it promotes a chain; the run resolves the VM champion it names.
-VM_CHAMPION = Asset(name="solaris_vm_champion", uri="x-solaris://mlflow/solaris-vm/champion")
+from solaris.assets import VM_CHAMPION
+from solaris.precompute.params import FORM, airflow_param
+from solaris.precompute.pipeline import PRECOMPUTE, Step
 
 
 def _settings() -> Any:
@@ -41,6 +44,19 @@ def _run(resolved: dict[str, Any]) -> Any:
     return hour_run(resolved)
 
 
+def _step_task(step: Step) -> Callable[..., Any]:
+    """The task that calls ``nodes.<step.name>``; a per-shard step runs in the GPU pool and queue."""
+
+    def run_step(resolved: dict[str, Any], shard: int | None = None) -> dict[str, Any]:
+        from solaris.precompute import nodes
+
+        node = getattr(nodes, step.name)
+        return node(_run(resolved), _settings()) if shard is None else node(_run(resolved), _settings(), shard)
+
+    placement = {"pool": step.pool, "queue": step.pool} if step.pool else {}
+    return task(task_id=step.name, **placement)(run_step)
+
+
 @dag(
     dag_id="solaris_precompute",
     schedule="@hourly",
@@ -50,15 +66,7 @@ def _run(resolved: dict[str, Any]) -> Any:
     default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
     tags=["solaris", "precompute", "feature-store"],
     doc_md=__doc__,
-    params={
-        "top_fraction": Param(
-            0.2, type="number", minimum=0.01, maximum=1.0, description="share of candidates the FM embeds"
-        ),
-        "ttl_hours": Param(4, type="integer", minimum=1, maximum=48, description="hours a pair embedding stays fresh"),
-        "shards": Param(2, type="integer", minimum=1, maximum=64, description="FM embedding tasks (mapped)"),
-        "batch_size": Param(4096, type="integer", minimum=64, maximum=65536, description="pairs per FM forward"),
-        "device": Param("auto", type="string", enum=["auto", "cpu", "cuda"], description="FM device"),
-    },
+    params={name: Param(**airflow_param(name)) for name in FORM},
 )
 def solaris_precompute() -> None:
     @task(inlets=[VM_CHAMPION])
@@ -68,67 +76,20 @@ def solaris_precompute() -> None:
         return nodes.resolve(_settings(), data_interval_end, params, datetime.now(UTC))
 
     @task
-    def coverage(resolved: dict[str, Any]) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.coverage(_run(resolved), _settings())
-
-    @task
-    def candidates(resolved: dict[str, Any]) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.candidates(_run(resolved), _settings())
-
-    @task
     def shard_ids(resolved: dict[str, Any]) -> list[int]:
         return list(range(_run(resolved).params.shards))
 
     @task
-    def select(resolved: dict[str, Any]) -> dict[str, Any]:
+    def finish(resolved: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
         from solaris.precompute import nodes
 
-        return nodes.select(_run(resolved), _settings())
-
-    @task(pool="gpu", queue="gpu")
-    def embed_shard(resolved: dict[str, Any], shard: int) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.embed_shard(_run(resolved), _settings(), shard)
-
-    @task
-    def write_pairs(resolved: dict[str, Any]) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.write_pairs(_run(resolved), _settings())
-
-    @task
-    def aggregates(resolved: dict[str, Any]) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.aggregates(_run(resolved), _settings())
-
-    @task
-    def neighbours(resolved: dict[str, Any]) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.neighbours(_run(resolved), _settings())
-
-    @task
-    def expire(resolved: dict[str, Any]) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        return nodes.expire(_run(resolved), _settings())
-
-    @task
-    def finish(
-        resolved: dict[str, Any], steps: dict[str, dict[str, Any]], shards: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        from solaris.precompute import nodes
-
-        # Indexing the lazy sequence up to its length: iterating it probes one offset past the end, which
-        # Airflow logs as an error ("XCom not found").
-        metas = [shards[i] for i in range(len(shards))]
-        return nodes.finish(_run(resolved), _settings(), resolved, steps, metas, datetime.now(UTC))
+        # A per-shard output is a lazy sequence: indexing it up to its length, since iterating probes one
+        # offset past the end, which Airflow logs as an error ("XCom not found").
+        outputs = {
+            name: [out[i] for i in range(len(out))] if PRECOMPUTE.step(name).per_shard else out
+            for name, out in outputs.items()
+        }
+        return nodes.finish(_run(resolved), _settings(), resolved, outputs, datetime.now(UTC))
 
     @task(trigger_rule="one_failed", retries=0)
     def mark_failed(resolved: dict[str, Any] | None) -> None:
@@ -139,22 +100,17 @@ def solaris_precompute() -> None:
         nodes.fail(_run(resolved), _settings(), datetime.now(UTC))
 
     resolved = resolve()
-    covered = coverage(resolved)
-    pool = candidates(resolved)
-    chosen = select(resolved)
-    shards = embed_shard.partial(resolved=resolved).expand(shard=shard_ids(resolved))
-    written = write_pairs(resolved)
-    aggregated = aggregates(resolved)
-    linked = neighbours(resolved)
-    expired = expire(resolved)
-    chain(pool, chosen, shards, written, aggregated, linked, expired)
-    covered >> written  # coverage must read the store before this run writes to it
-    steps = {
-        "coverage": covered, "candidates": pool, "select": chosen, "write": written,
-        "aggregates": aggregated, "neighbours": linked, "expire": expired,
-    }  # fmt: skip
-    done = finish(resolved, steps, shards)
-    [covered, pool, chosen, shards, written, aggregated, linked, expired, done] >> mark_failed(resolved)
+    outputs: dict[str, Any] = {}
+    for step in PRECOMPUTE.steps:
+        step_task = _step_task(step)
+        if step.per_shard:
+            outputs[step.name] = step_task.partial(resolved=resolved).expand(shard=shard_ids(resolved))
+        else:
+            outputs[step.name] = step_task(resolved)
+        for upstream in step.after:
+            outputs[upstream] >> outputs[step.name]
+    done = finish(resolved, outputs)
+    [*outputs.values(), done] >> mark_failed(resolved)
 
 
 solaris_precompute()

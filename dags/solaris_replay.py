@@ -22,6 +22,8 @@ from typing import Any
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from solaris.precompute.params import airflow_param
+
 
 def _request(params: dict[str, Any]) -> Any:
     from solaris.eval.job import ReplayRequest
@@ -49,8 +51,8 @@ def _request(params: dict[str, Any]) -> Any:
         "preset": Param("tiny", type=["null", "string"], description="synthetic world per seed (tiny|default|large)"),
         "world": Param(None, type=["null", "string"], description="or: a world under SOLARIS_DATA_DIR/worlds"),
         "seeds": Param([0], type="array", items={"type": "integer", "minimum": 0}, minItems=1),
-        "top_fraction": Param(0.2, type="number", exclusiveMinimum=0, maximum=1),
-        "ttl_hours": Param(4, type="integer", minimum=1),
+        "top_fraction": Param(**airflow_param("top_fraction")),
+        "ttl_hours": Param(**airflow_param("ttl_hours")),
         "sweep": Param(True, type="boolean", description="also sweep top_fraction 0.05 / 0.1 / 0.2 / 0.4"),
     },
 )

@@ -16,16 +16,14 @@ from datetime import timedelta
 from typing import Any
 
 import pendulum
-from airflow.sdk import Asset, Param, dag, task
+from airflow.sdk import Param, dag, task
 
-FM_CHAMPION = Asset(name="solaris_fm_champion", uri="x-solaris://mlflow/solaris-fm/champion")
-AE_CHAMPION = Asset(name="solaris_ae_champion", uri="x-solaris://mlflow/solaris-ae/champion")
-VM_CHAMPION = Asset(name="solaris_vm_champion", uri="x-solaris://mlflow/solaris-vm/champion")
+from solaris.assets import AE_CHAMPION, FM_CHAMPION, VM_CHAMPION
 
 
 def _context(params: dict[str, Any]) -> tuple[Any, Any]:
     from solaris.config import Settings
-    from solaris.tracking import steps
+    from solaris.training import steps
 
     settings = Settings.from_env()
     return settings, steps.plan(settings, int(params["epochs"]), int(params["seed"]))
@@ -48,19 +46,19 @@ def _context(params: dict[str, Any]) -> tuple[Any, Any]:
 def solaris_train() -> None:
     @task
     def train_fm(params: dict[str, Any] | None = None) -> dict[str, Any]:
-        from solaris.tracking import steps
+        from solaris.training import steps
 
         return steps.train_fm(*_context(params or {}))
 
     @task
     def train_ae(fm: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
-        from solaris.tracking import steps
+        from solaris.training import steps
 
         return steps.train_ae(*_context(params or {}), fm["fm_version"])
 
     @task
     def train_vms(ae: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
-        from solaris.tracking import steps
+        from solaris.training import steps
 
         return steps.train_vms(*_context(params or {}), ae["ae_version"])
 
@@ -68,7 +66,7 @@ def solaris_train() -> None:
     def promote(
         fm: dict[str, Any], ae: dict[str, Any], vms: dict[str, Any], params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        from solaris.tracking import steps
+        from solaris.training import steps
 
         return steps.gate(*_context(params or {}), fm["fm_version"], ae["ae_version"], vms)
 

@@ -20,7 +20,7 @@ from solaris.config import Settings
 from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
 
 if TYPE_CHECKING:
-    from solaris.tracking.jobs import TrainReport, World
+    from solaris.training.jobs import TrainReport, World
 
 PG_ADMIN_URL = os.environ.get("SOLARIS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
@@ -98,7 +98,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, 
     """
     from solaris.data.synthetic import PRESETS, generate_world
     from solaris.models.training import FitConfig
-    from solaris.tracking.jobs import TrainPlan, World, train_all
+    from solaris.training.jobs import TrainPlan, World, train_all
 
     home = tmp_path_factory.mktemp("solaris")
     settings = Settings.from_env({"SOLARIS_HOME": str(home)})

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _train(settings: Any) -> None:
     from solaris.models.training import FitConfig
-    from solaris.tracking.jobs import TrainPlan, train_all
+    from solaris.training.jobs import TrainPlan, train_all
 
     report = train_all(settings, settings.world_dir(), TrainPlan(fit=FitConfig(threads=1), device=settings.device))
     served = report.vms["solaris"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from solaris.precompute.params import cli_option
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="replay an event log hour by hour and report what SOLARIS transfers")
@@ -13,8 +15,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--world", help="a world already under SOLARIS_DATA_DIR/worlds (e.g. imported MovieLens)")
     source.add_argument("--log", type=Path, help="an event log folder")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one replay per seed (world and training)")
-    p.add_argument("--top-fraction", type=float, default=0.2)
-    p.add_argument("--ttl-hours", type=int, default=4)
+    for name in ("top_fraction", "ttl_hours"):
+        flag, options = cli_option(name)
+        p.add_argument(flag, **options)
     p.add_argument("--out", type=Path, help="report folder (default: SOLARIS_DATA_DIR/replay/<world>)")
     p.add_argument("--no-sweep", action="store_true", help="skip the top_fraction sweep (faster)")
     p.add_argument("--sweep-warmup-hours", type=int, default=8, help="hours each sweep arm precomputes first")

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _plan(args: argparse.Namespace, device: str):  # noqa: ANN202 - heavy types imported lazily
     from solaris.models.training import FitConfig
-    from solaris.tracking.jobs import TrainPlan
+    from solaris.training.jobs import TrainPlan
 
     fit = FitConfig(epochs=args.epochs, seed=args.seed, threads=args.threads, progress=not args.no_progress)
     return TrainPlan(fit=fit, device=device)
@@ -40,7 +40,7 @@ def _plan(args: argparse.Namespace, device: str):  # noqa: ANN202 - heavy types 
 def _context(args: argparse.Namespace):  # noqa: ANN202
     from solaris.config import get_settings
     from solaris.tracking import registry
-    from solaris.tracking.jobs import World
+    from solaris.training.jobs import World
 
     settings = get_settings()
     plan = _plan(args, settings.device)
@@ -53,7 +53,7 @@ def _print(what: str, version: str, found: dict[str, float]) -> None:
 
 
 def fm(args: argparse.Namespace) -> int:
-    from solaris.tracking.jobs import train_fm_job
+    from solaris.training.jobs import train_fm_job
 
     settings, client, plan, world = _context(args)
     trained = train_fm_job(client, settings, world, plan)
@@ -62,7 +62,7 @@ def fm(args: argparse.Namespace) -> int:
 
 
 def ae_(args: argparse.Namespace) -> int:
-    from solaris.tracking.jobs import FM_MODEL, registered, train_ae_job
+    from solaris.training.jobs import FM_MODEL, registered, train_ae_job
 
     settings, client, plan, world = _context(args)
     trained = train_ae_job(client, settings, world, registered(client, FM_MODEL, args.fm_version), plan)
@@ -72,7 +72,7 @@ def ae_(args: argparse.Namespace) -> int:
 
 def vm_(args: argparse.Namespace) -> int:
     from solaris.models.vm import VARIANTS
-    from solaris.tracking.jobs import registered_teacher, train_vm_job, vm_data
+    from solaris.training.jobs import registered_teacher, train_vm_job, vm_data
 
     if args.variant not in VARIANTS:
         raise ValueError(f"--variant {args.variant!r}: choose one of {', '.join(VARIANTS)}")
@@ -85,7 +85,7 @@ def vm_(args: argparse.Namespace) -> int:
 
 def all_(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
-    from solaris.tracking.jobs import train_all
+    from solaris.training.jobs import train_all
 
     settings = get_settings()
     report = train_all(settings, settings.world_dir(args.name), _plan(args, settings.device))

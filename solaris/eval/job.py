@@ -13,6 +13,7 @@ from solaris.config import Settings
 from solaris.eval import report as render
 from solaris.eval.figures import ReplayReport
 from solaris.eval.replay import ReplayConfig, mean_coverage, run_replay
+from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
 
 EXPERIMENT = "solaris-replay"
@@ -24,8 +25,8 @@ class ReplayRequest:
     world: str | None = None
     log: Path | None = None
     seeds: tuple[int, ...] = (0,)
-    top_fraction: float = 0.2
-    ttl_hours: int = 4
+    top_fraction: float = PrecomputeParams.top_fraction
+    ttl_hours: int = PrecomputeParams.ttl_hours
     out: Path | None = None
     sweep: bool = True
     sweep_warmup_hours: int = 8
@@ -36,6 +37,7 @@ class ReplayRequest:
             raise ValueError("a replay needs exactly one of preset, world or log")
         if not self.seeds:
             raise ValueError("a replay needs at least one seed")
+        PrecomputeParams(top_fraction=self.top_fraction, ttl_hours=self.ttl_hours)  # bounds, named on error
 
     @property
     def name(self) -> str:

@@ -27,7 +27,7 @@ from solaris.precompute.codelog import CodeLog
 from solaris.precompute.nodes import code_log_of
 from solaris.precompute.run import run_hour
 from solaris.serving import Ranker, Served
-from solaris.serving.tiers import AGG, KNN, PAIR
+from solaris.enrichment.tiers import AGG, KNN, PAIR
 from solaris.store.codec import MICROS_PER_HOUR, from_micros
 
 REPLAY_WORLD = "replay"

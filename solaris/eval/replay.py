@@ -27,12 +27,13 @@ from solaris.models.calibration import PlattScaling
 from solaris.models.splits import Span
 from solaris.models.training import FitConfig
 from solaris.models.vm import VerticalModel
+from solaris.precompute.params import PrecomputeParams
 from solaris.serving import Ranker
 from solaris.serving.champion import ServingModel, load_serving_model
 from solaris.serving.servedlog import ServedLog
 from solaris.store import open_configured_store
 from solaris.tracking import registry
-from solaris.tracking.jobs import TrainPlan, TrainReport, World, train_all
+from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
 
 T = TypeVar("T")
 
@@ -41,8 +42,8 @@ T = TypeVar("T")
 class ReplayConfig:
     seed: int = 0
     fractions: tuple[float, float, float] = (0.5, 0.3, 0.2)  # train, logging, eval
-    top_fraction: float = 0.2
-    ttl_hours: int = 4
+    top_fraction: float = PrecomputeParams.top_fraction
+    ttl_hours: int = PrecomputeParams.ttl_hours
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
     sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)

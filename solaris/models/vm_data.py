@@ -25,7 +25,7 @@ from solaris.models.fm import FoundationModel, embed
 from solaris.models.loader import stream_impressions
 from solaris.models.splits import Span
 from solaris.models.vm import TIERS, VMConfig
-from solaris.tracking.versions import check_ae_fm, check_embedding_version, embedding_version
+from solaris.embedding_version import check_ae_fm, check_embedding_version, embedding_version
 
 AGG_WINDOW = timedelta(hours=24)
 

@@ -15,7 +15,7 @@ staged tables, all of which a rerun reproduces.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -34,9 +34,11 @@ from solaris.precompute.candidates import CandidateConfig, count_by_source, gene
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.ranking import pair_keys
+from solaris.precompute.params import PrecomputeParams
+from solaris.precompute.pipeline import AGGREGATES, CODES, POOL, PRECOMPUTE, SELECTED
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses, select_top_fraction
-from solaris.precompute.spec import HourRun, PrecomputeParams, run_key, shard_of, target_interval
-from solaris.precompute.staging import Staging
+from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
+from solaris.precompute.staging import Staging, StepStaging
 from solaris.store import FeatureStore, open_configured_store
 
 Meta = dict[str, Any]
@@ -47,6 +49,11 @@ Meta = dict[str, Any]
 
 def staging(settings: Settings, run: HourRun) -> Staging:
     return Staging(settings.data_dir / "staging", run.run_key)
+
+
+def step_staging(settings: Settings, run: HourRun, step: str) -> StepStaging:
+    """The staged tables ``step`` declares in :data:`~.pipeline.PRECOMPUTE`, and no others."""
+    return StepStaging(staging(settings, run), PRECOMPUTE.step(step))
 
 
 def code_log(settings: Settings, run: HourRun) -> CodeLog:
@@ -102,16 +109,16 @@ def resolve(
 ) -> Meta:
     """Pin FM/AE/VM @champion once for the whole run, register the embedding version, open the run record."""
     from solaris.tracking import registry
-    from solaris.tracking.versions import parse_embedding_version
+    from solaris.embedding_version import parse_embedding_version
 
     with timed({}) as meta:
         checked = PrecomputeParams.from_mapping(dict(params or {}))
         start, end = target_interval(data_interval_end)
         pinned = registry.resolve_champions(registry.connect(settings))
-        fm, ae, dim = parse_embedding_version(pinned.embedding_version)
+        fm, ae, dim, dtype = parse_embedding_version(pinned.embedding_version)
         run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked)
         with open_configured_store(settings, init=True) as store:
-            version = store.register_embedding_version(fm, ae, dim, "float16", created_at=start)
+            version = store.register_embedding_version(fm, ae, dim, dtype, created_at=start)
             if version != run.embedding_version:
                 raise ValueError(f"store version {version!r} differs from the VM's {run.embedding_version!r}")
             store.start_run(run.run_key, start, end, fm, ae, pinned.vm, version, started_at)
@@ -144,7 +151,7 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
         requeued = requeue_misses(log, start, fresh)
         pool = add_requeued(found, requeued)
         kept = drop_still_fresh(pool, fresh, end - INSTANT)
-        staged = staging(settings, run).write("pool", kept)
+        staged = step_staging(settings, run, "candidates").write(POOL, kept)
         meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
         meta |= {"requeued": len(requeued), "pool": len(pool), "still_fresh": len(pool) - len(kept)}
         meta["rows"] = staged["rows"]
@@ -156,7 +163,7 @@ def verifier_inputs(vm: Any, version: str, user_ids: np.ndarray, item_ids: np.nd
 
     Store features are left out on purpose: they change as this run writes, and a rerun must score alike.
     """
-    from solaris.serving.tiers import absent, served_inputs
+    from solaris.enrichment.tiers import absent, served_inputs
     from solaris.store.codec import to_micros
 
     n = len(user_ids)
@@ -170,8 +177,8 @@ def select(run: HourRun, settings: Settings) -> Meta:
     from solaris.tracking import registry
 
     with timed({}) as meta:
-        stage = staging(settings, run)
-        pool = stage.read("pool").to_pandas()
+        stage = step_staging(settings, run, "select")
+        pool = stage.read(POOL).to_pandas()
         registry.connect(settings)
         vm = registry.load_vm(run.vm_version)
         if not isinstance(vm, VerticalModel):
@@ -179,7 +186,7 @@ def select(run: HourRun, settings: Settings) -> Meta:
         users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
         scores = score(vm, verifier_inputs(vm, run.embedding_version, users, items, run.interval_start))
         chosen = select_top_fraction(pool.assign(score=scores), run.params.top_fraction, run.params.per_user_cap)
-        stage.write("selected", chosen)
+        stage.write(SELECTED, chosen)
         meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum())}
     return meta
 
@@ -190,13 +197,13 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
     from solaris.models.fm import FoundationModel
     from solaris.precompute.embedding import embed_codes, history_index
     from solaris.tracking import registry
-    from solaris.tracking.versions import check_ae_fm
+    from solaris.embedding_version import check_ae_fm
 
     if not 0 <= shard < run.params.shards:
         raise ValueError(f"shard {shard} is outside 0..{run.params.shards - 1}")
     with timed({"shard": shard}) as meta:
-        stage = staging(settings, run)
-        selected = stage.read("selected", columns=["user_id", "item_id", "score"])
+        stage = step_staging(settings, run, "embed_shard")
+        selected = stage.read(SELECTED, columns=["user_id", "item_id", "score"])
         mine = shard_of(selected["user_id"].to_numpy(), run.params.shards) == shard
         rows = selected.filter(pa.array(mine))
         registry.connect(settings)
@@ -208,15 +215,15 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
         index = history_index(event_log(settings), users, run.interval_start, run.params.history_hours)
         codes = embed_codes(fm, ae, index, users, items, run.interval_start, run.params.batch_size, run.params.device)
         table = rows.append_column("code", pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), run.code_dim))
-        meta["rows"] = stage.write(f"codes-{shard}", table)["rows"]
+        meta["embedded"] = stage.write(CODES, table, shard)["rows"]
     return meta
 
 
 def write_pairs(run: HourRun, settings: Settings) -> Meta:
     """Every shard's codes to the code log, then to the store in one transaction, with the run's TTL."""
     with timed({}) as meta, open_configured_store(settings) as store:
-        stage = staging(settings, run)
-        table = pa.concat_tables([stage.read(f"codes-{s}") for s in range(run.params.shards)])
+        stage = step_staging(settings, run, "write_pairs")
+        table = pa.concat_tables([stage.read(CODES, s) for s in range(run.params.shards)])
         users, items = table["user_id"].to_numpy(), table["item_id"].to_numpy()
         scores = table["score"].to_numpy()
         codes = pc.list_flatten(table["code"]).to_numpy().reshape(table.num_rows, run.code_dim)
@@ -237,14 +244,14 @@ def aggregates(run: HourRun, settings: Settings) -> Meta:
             run.run_key, run.embedding_version, ids, means, counts, window, start, run.expires_at
         )
         vectors = pa.FixedSizeListArray.from_arrays(pa.array(means.ravel()), run.code_dim)
-        staging(settings, run).write("aggregates", pa.table({"user_id": ids, "vector": vectors}))
+        step_staging(settings, run, "aggregates").write(AGGREGATES, pa.table({"user_id": ids, "vector": vectors}))
     return meta
 
 
 def neighbours(run: HourRun, settings: Settings) -> Meta:
     """The user KNN table, recomputed for changed users (all users every ``knn_rebuild_hours``)."""
     with timed({}) as meta, open_configured_store(settings) as store:
-        table = staging(settings, run).read("aggregates")
+        table = step_staging(settings, run, "neighbours").read(AGGREGATES)
         ids = table["user_id"].to_numpy()
         vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), run.code_dim)
         folder = knn_state_dir(settings, run)
@@ -289,35 +296,36 @@ def expire(run: HourRun, settings: Settings) -> Meta:
     return meta
 
 
-STEP_METAS = ("coverage", "candidates", "select", "write", "aggregates", "neighbours", "expire")
-
-
 def finish(
     run: HourRun,
     settings: Settings,
     resolved: Meta,
-    steps: Mapping[str, Meta],
-    shards: list[Meta],
+    outputs: Mapping[str, Meta | Sequence[Meta]],
     finished_at: datetime,
 ) -> Meta:
-    """Close the run record (counts, seconds per step), log the run to MLflow, remove the staging."""
-    metas = {"resolve": resolved, **steps}
-    missing = sorted(set(STEP_METAS) - set(steps))
-    if missing:
-        raise ValueError(f"finish needs the metadata of step(s) {', '.join(missing)}")
-    timings = {name: float(m["seconds"]) for name, m in metas.items()}
-    timings["embed"] = float(sum(m["seconds"] for m in shards))
-    counts = {
-        k: int(v) for name, m in steps.items() if name != "coverage" for k, v in m.items()
-        if k not in ("seconds", "rows") and isinstance(v, int | np.integer)
-    }  # fmt: skip
-    counts["embedded"] = int(sum(m["rows"] for m in shards))
-    quality_figures = {k: float(v) for k, v in steps["coverage"].items() if k != "seconds"}
+    """Close the run record (counts, seconds per step), log the run to MLflow, remove the staging.
+
+    ``outputs`` holds every declared step's output, a list of them for a step mapped over shards.
+    """
+    if missing := [name for name in PRECOMPUTE.names if name not in outputs]:
+        raise ValueError(f"finish needs the output of step(s) {', '.join(missing)}")
+    timings, counts, figures = {"resolve": float(resolved["seconds"])}, {}, {}
+    for step in PRECOMPUTE.steps:
+        metas = list(outputs[step.name]) if step.per_shard else [outputs[step.name]]  # type: ignore[list-item]
+        timings[step.name] = float(sum(m["seconds"] for m in metas))
+        for meta in metas:
+            for key, value in meta.items():
+                if key in ("seconds", "rows", "shard"):
+                    continue
+                if step.figures:
+                    figures[key] = float(value)
+                elif isinstance(value, int | np.integer):
+                    counts[key] = counts.get(key, 0) + int(value)
     with open_configured_store(settings) as store:
         store.finish_run(run.run_key, "succeeded", counts, timings, finished_at)
-    _log_to_mlflow(run, settings, counts, timings, quality_figures)
+    _log_to_mlflow(run, settings, counts, timings, figures)
     staging(settings, run).cleanup()
-    return {"run_key": run.run_key, "counts": counts, "timings": timings, "quality": quality_figures}
+    return {"run_key": run.run_key, "counts": counts, "timings": timings, "quality": figures}
 
 
 def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:

@@ -1,6 +1,7 @@
-"""One hourly precompute run without Airflow: the DAG's nodes called in the DAG's order, in this process.
+"""One hourly precompute run without Airflow: the declared pipeline's nodes, in order, in this process.
 
-The replay harness and tests use it; the DAG is the same sequence with retries, pools and a shard fan-out.
+The replay harness and tests use it; the DAG is built from the same declaration (:mod:`.pipeline`), with
+retries, pools and a shard fan-out.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from solaris.config import Settings
 from solaris.precompute import nodes
+from solaris.precompute.pipeline import PRECOMPUTE
 
 Clock = Callable[[], datetime]
 
@@ -33,26 +35,20 @@ def run_hour(
 
 
 def run_resolved(settings: Settings, resolved: dict[str, Any], *, clock: Clock = wall_clock) -> dict[str, Any]:
-    """Every step after ``resolve``, with the versions it pinned.
+    """Every declared step after ``resolve``, in declaration order, with the versions it pinned.
 
     A failure marks the run record failed and re-raises; the staging stays, as it does for an Airflow retry.
     """
     run = nodes.hour_run(resolved)
     try:
-        steps = {
-            "coverage": nodes.coverage(run, settings),
-            "candidates": nodes.candidates(run, settings),
-            "select": nodes.select(run, settings),
-        }
-        shards = [nodes.embed_shard(run, settings, shard) for shard in range(run.params.shards)]
-        for name, node in (
-            ("write", nodes.write_pairs),
-            ("aggregates", nodes.aggregates),
-            ("neighbours", nodes.neighbours),
-            ("expire", nodes.expire),
-        ):
-            steps[name] = node(run, settings)
-        return nodes.finish(run, settings, resolved, steps, shards, clock())
+        outputs: dict[str, Any] = {}
+        for step in PRECOMPUTE.steps:
+            node = getattr(nodes, step.name)
+            if step.per_shard:
+                outputs[step.name] = [node(run, settings, shard) for shard in range(run.params.shards)]
+            else:
+                outputs[step.name] = node(run, settings)
+        return nodes.finish(run, settings, resolved, outputs, clock())
     except Exception:
         nodes.fail(run, settings, clock())
         raise

@@ -94,7 +94,7 @@ def _checked_scores(scored: pd.DataFrame, users: np.ndarray, items: np.ndarray) 
 
 
 def select_top_fraction(
-    scored: pd.DataFrame, top_fraction: float = 0.2, per_user_cap: int | None = 50
+    scored: pd.DataFrame, top_fraction: float, per_user_cap: int | None
 ) -> pd.DataFrame:
     """The pairs to embed: every forced pair, then the best speculative pairs by verifier ``score``.
 

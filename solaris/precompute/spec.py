@@ -10,55 +10,16 @@ Everything here is plain JSON-able data: the DAG passes it between tasks through
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from solaris.config import DEVICES
 from solaris.data.hourly import HOUR, floor_hour
+from solaris.precompute.params import PrecomputeParams
 
 RUN_KEY_PREFIX = "solaris_precompute"
-
-
-@dataclass(frozen=True)
-class PrecomputeParams:
-    """The knobs a user may change per run (the DAG's trigger form holds the first five)."""
-
-    top_fraction: float = 0.2
-    ttl_hours: int = 4
-    shards: int = 2
-    batch_size: int = 4096
-    device: str = "auto"
-    per_user_cap: int = 50
-    window_hours: int = 24
-    knn_k: int = 10
-    # Unchanged users keep last run's neighbour row; every ``knn_rebuild_hours`` all rows are recomputed, so
-    # neighbour rows live that long.
-    knn_rebuild_hours: int = 24
-    # Impressions read for the FM's history and exposure counts (its longest count window is 72 h).
-    history_hours: int = 168
-
-    def __post_init__(self) -> None:
-        if not 0 < self.top_fraction <= 1:
-            raise ValueError(f"top_fraction must be in (0, 1], got {self.top_fraction}")
-        if self.device not in DEVICES:
-            raise ValueError(f"device {self.device!r} is not one of {', '.join(DEVICES)}")
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.type == "int" and (not isinstance(value, int | np.integer) or value < 1):
-                raise ValueError(f"{f.name} must be a positive integer, got {value!r}")
-
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any] | None) -> PrecomputeParams:
-        """From DAG params or XCom; unknown keys are an error naming them (a typo must not pass silently)."""
-        values = dict(values or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown precompute parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return cls(**values)
 
 
 @dataclass(frozen=True)

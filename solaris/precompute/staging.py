@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from solaris.data.hourly import write_table_atomic
+from solaris.precompute.pipeline import Staged, Step
 
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -81,3 +82,25 @@ class Staging:
         doomed = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.deleting")
         os.replace(self.path, doomed)
         shutil.rmtree(doomed)
+
+
+class StepStaging:
+    """One step's view of the run's staging: it reads and writes only the tables its declaration names
+    (:mod:`.pipeline`), so the data flow a reader sees there is the one that runs."""
+
+    def __init__(self, staging: Staging, step: Step) -> None:
+        self.staging = staging
+        self.step = step
+
+    def write(self, table: Staged, data: pa.Table | pd.DataFrame, shard: int | None = None) -> dict[str, Any]:
+        self._declared(table, self.step.writes, "write")
+        return self.staging.write(table.file_name(shard), data)
+
+    def read(self, table: Staged, shard: int | None = None, columns: list[str] | None = None) -> pa.Table:
+        self._declared(table, self.step.reads, "read")
+        return self.staging.read(table.file_name(shard), columns)
+
+    def _declared(self, table: Staged, declared: tuple[Staged, ...], verb: str) -> None:
+        if table not in declared:
+            names = ", ".join(t.name for t in declared) or "none"
+            raise ValueError(f"step {self.step.name!r} does not {verb} staged table {table.name!r} (declared: {names})")

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solaris.config import Settings
+from solaris.precompute.pipeline import OPEN, PRECOMPUTE
 from solaris.tracking import registry
 
 EXPERIMENT = "solaris-precompute"
 COVERAGE = ("coverage_pair", "coverage_agg", "coverage_knn", "coverage_any", "hit_rate")
 COUNTS = ("count_pool", "count_selected", "count_pairs_written")
-STEPS = ("resolve", "coverage", "candidates", "select", "embed", "write", "aggregates", "neighbours", "expire")
+STEPS = (OPEN, *PRECOMPUTE.names)
 
 
 def run_metrics(settings: Settings, run_keys: Sequence[str]) -> dict[str, dict[str, float]]:

@@ -17,7 +17,7 @@ from mlflow import MlflowClient
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, VM_MODEL, PinnedVersions
-from solaris.tracking.versions import check_embedding_version
+from solaris.embedding_version import check_embedding_version
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import os
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from solaris.serving.tiers import TIER_NAMES
+from solaris.enrichment.tiers import TIER_NAMES
 
 # Fine below 20 ms, where the serving targets are.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1.0)

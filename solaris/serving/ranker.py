@@ -26,7 +26,7 @@ import torch
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
-from solaris.serving.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
+from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.store.base import FeatureStore, StoreReadTimeout, TierBatchRead
 from solaris.store.codec import to_micros
 

@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from solaris.embedding_version import VECTOR_DTYPES
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROS_PER_HOUR = 3_600_000_000
-VECTOR_DTYPES = ("float16", "float32")
 
 
 def to_micros(value: datetime, field: str) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
+from solaris.embedding_version import embedding_version
 from solaris.store import validate
 from solaris.store.base import (
     RUN_STATUSES,
@@ -27,7 +28,7 @@ from solaris.store.base import (
     TableStats,
     TierBatchRead,
 )
-from solaris.store.codec import MICROS_PER_HOUR, VECTOR_DTYPES, from_micros, to_micros
+from solaris.store.codec import MICROS_PER_HOUR, from_micros, to_micros
 from solaris.store.combine import PairIndex, TierRows, assemble
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
@@ -36,15 +37,11 @@ EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours")
 
 
 def version_id(fm_version: str, ae_version: str, dim: int, dtype: str) -> str:
-    for name, value in (("fm_version", fm_version), ("ae_version", ae_version)):
-        if not isinstance(value, str) or not value or not value.replace(".", "").replace("_", "").isalnum():
-            raise StoreError(f"{name}={value!r}: expected a non-empty alphanumeric version")
-    if not isinstance(dim, int | np.integer) or dim <= 0:
-        raise StoreError(f"dim={dim!r}: expected a positive integer")
-    if dtype not in VECTOR_DTYPES:
-        raise StoreError(f"dtype={dtype!r}: expected one of {', '.join(VECTOR_DTYPES)}")
-    suffix = "" if dtype == "float16" else f"-{dtype}"
-    return f"fm{fm_version}-ae{ae_version}-d{int(dim)}{suffix}"
+    """The store's id for an embedding version; a malformed part is a :class:`StoreError` naming it."""
+    try:
+        return embedding_version(fm_version, ae_version, dim, dtype)
+    except ValueError as error:
+        raise StoreError(str(error)) from error
 
 
 class SqlFeatureStore(FeatureStore):

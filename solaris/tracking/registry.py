@@ -21,7 +21,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 
 from solaris.config import Settings
-from solaris.tracking.versions import check_ae_fm, parse_embedding_version
+from solaris.embedding_version import check_ae_fm, parse_embedding_version
 
 FM_MODEL, AE_MODEL, VM_MODEL = "solaris-fm", "solaris-ae", "solaris-vm"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -106,7 +106,7 @@ def pinned_from_vm(client: MlflowClient, vm_version: str) -> PinnedVersions:
     emb = vm.tags.get("embedding_version")
     if not emb:
         raise ValueError(f"{VM_MODEL} version {vm_version} has no embedding_version tag (variant uses no embeddings?)")
-    fm, ae, _ = parse_embedding_version(emb)
+    fm, ae, *_ = parse_embedding_version(emb)
     ae_model = client.get_model_version(AE_MODEL, ae)
     check_ae_fm(ae, ae_model.tags.get("fm_version", "?"), fm)
     return PinnedVersions(fm=fm, ae=ae, vm=str(vm_version), embedding_version=emb)

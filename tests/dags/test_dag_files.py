@@ -6,11 +6,19 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL
+from solaris.precompute.params import FORM, airflow_param
+from solaris.precompute.pipeline import CLOSE, OPEN, PRECOMPUTE, Pipeline
 
-HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow", "solaris")
+HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
+# The declarations a DAG file may import at parse time: stdlib-only modules (and their packages).
+LIGHT_SOLARIS = {
+    "solaris", "solaris.config", "solaris.airflow_env", "solaris.assets",
+    "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline",
+}  # fmt: skip
 
 
 def test_dag_folder_parses_without_errors(dagbag: Any) -> None:
@@ -31,11 +39,14 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
 
     dag = dagbag.dags["solaris_precompute"]
     assert dag.schedule == "@hourly"
-    schema = {name: dag.params.get_param(name).schema for name in dag.params}
-    assert set(schema) == {"top_fraction", "ttl_hours", "shards", "batch_size", "device"}
-    for name in ("top_fraction", "ttl_hours", "shards", "batch_size"):
-        assert {"type", "minimum", "maximum"} <= set(schema[name]), name
-    assert schema["device"]["enum"] == ["auto", "cpu", "cuda"]
+    assert set(dag.params) == set(FORM) == {"top_fraction", "ttl_hours", "shards", "batch_size", "device"}
+    for name in FORM:
+        param = dag.params.get_param(name)
+        declared = airflow_param(name)
+        default, description = declared.pop("default"), declared.pop("description")
+        assert (param.value, param.description, param.schema) == (default, description, declared), name
+    assert dag.params.get_param("top_fraction").schema["exclusiveMinimum"] == 0
+    assert dag.params.get_param("device").schema["enum"] == ["auto", "cpu", "cuda"]
     shard = dag.task_dict["embed_shard"]
     assert (shard.pool, shard.queue) == (GPU_POOL, "gpu")
     assert isinstance(shard, MappedOperator)
@@ -50,6 +61,8 @@ def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: A
     dag = dagbag.dags["solaris_replay"]
     assert dag.schedule is None
     assert set(dag.params) == {"preset", "world", "seeds", "top_fraction", "ttl_hours", "sweep"}
+    for name in ("top_fraction", "ttl_hours"):  # the same definition as the precompute's form
+        assert dag.params.get_param(name).schema == dagbag.dags["solaris_precompute"].params.get_param(name).schema
     assert dag.params.get_param("seeds").schema["items"] == {"type": "integer", "minimum": 0}
     assert isinstance(dag.task_dict["replay_seed"], MappedOperator)
     assert dag.task_dict["summarize"].upstream_task_ids == {"replay_seed"}
@@ -73,3 +86,33 @@ print(json.dumps(sorted(set(sys.modules) - before)))
     added = json.loads(done.stdout.strip().splitlines()[-1])
     assert "solaris_precompute" in added and "solaris_train" in added
     assert [m for m in added if m.split(".")[0] in HEAVY] == []
+    assert {m for m in added if m.split(".")[0] == "solaris"} <= LIGHT_SOLARIS
+
+
+def dag_edges(dag: Any) -> set[tuple[str, str]]:
+    return {(up, task.task_id) for task in dag.tasks for up in task.upstream_task_ids}
+
+
+def declared_edges(pipeline: Pipeline = PRECOMPUTE) -> set[tuple[str, str]]:
+    """The task graph the declaration implies: resolve feeds every task, shard ids feed the per-shard step,
+    ``after`` orders the steps, finish takes every output, mark_failed watches them all."""
+    edges = {(OPEN, name) for name in (*pipeline.names, CLOSE, "mark_failed", "shard_ids")}
+    for step in pipeline.steps:
+        edges |= {(up, step.name) for up in step.after} | {(step.name, CLOSE), (step.name, "mark_failed")}
+        if step.per_shard:
+            edges.add(("shard_ids", step.name))
+    return edges | {(CLOSE, "mark_failed")}
+
+
+def test_precompute_dag_task_graph_is_the_pipeline_declaration(dagbag: Any) -> None:
+    dag = dagbag.dags["solaris_precompute"]
+    assert dag_edges(dag) == declared_edges()
+    for step in PRECOMPUTE.steps:
+        assert (dag.task_dict[step.name].pool == GPU_POOL) == step.per_shard, step.name
+
+
+def test_the_graph_check_sees_a_declaration_that_drifts_from_the_dag(dagbag: Any) -> None:
+    """Break the rule on purpose: expire declared after aggregates instead of neighbours."""
+    drifted = Pipeline(tuple(replace(s, after=("aggregates",)) if s.name == "expire" else s for s in PRECOMPUTE.steps))
+    missing = declared_edges(drifted) - dag_edges(dagbag.dags["solaris_precompute"])
+    assert missing == {("aggregates", "expire")}

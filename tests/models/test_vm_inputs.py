@@ -7,7 +7,7 @@ import pytest
 
 from solaris.models.vm import VMConfig
 from solaris.models.vm_data import VMData, vm_inputs
-from solaris.tracking.versions import VersionMismatch
+from solaris.embedding_version import VersionMismatch
 
 CONFIG = VMConfig(variant="solaris", code_dim=2, embedding_version="fm3-ae4-d2")
 BASE = np.array([[1, 2, 3, 0], [4, 5, 6, 1]], np.float32)

@@ -18,7 +18,7 @@ from solaris.config import Settings
 from solaris.precompute.summary import EXPERIMENT
 from solaris.store import FeatureStore
 from solaris.tracking import registry
-from solaris.tracking.versions import embedding_version
+from solaris.embedding_version import embedding_version
 
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -17,7 +17,7 @@ from solaris.precompute.run import run_hour
 from solaris.precompute.summary import COVERAGE, run_metrics
 from solaris.store import open_store
 from solaris.tracking import registry
-from solaris.tracking.jobs import TrainReport, World
+from solaris.training.jobs import TrainReport, World
 
 
 def _report(world: HealthWorld, **kwargs: int) -> HealthReport:

@@ -5,7 +5,6 @@ NVIDIA device, no secret is in the file, and every service has a healthcheck.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -22,6 +21,7 @@ import yaml
 
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL, PLUGINS_FOLDER
 from solaris.cli import build_parser
+from solaris.precompute.pipeline import PRECOMPUTE
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
@@ -259,15 +259,6 @@ def test_services_reach_each_other_where_they_listen(services: dict[str, dict[st
     assert artifacts == {"mlflow-artifacts"}, "every service must see the same MLflow artifacts"
 
 
-def _dag_queues_and_pools() -> tuple[set[str], set[str]]:
-    queues, pools = set(), set()
-    for path in DAGS_FOLDER.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.keyword) and node.arg in ("queue", "pool") and isinstance(node.value, ast.Constant):
-                (queues if node.arg == "queue" else pools).add(node.value.value)
-    return queues, pools
-
-
 def test_gpu_worker_consumes_the_gpu_queue_on_an_nvidia_device(services: dict[str, dict[str, Any]]) -> None:
     consumed = {}
     for name, service in services.items():
@@ -275,8 +266,9 @@ def test_gpu_worker_consumes_the_gpu_queue_on_an_nvidia_device(services: dict[st
             if argv[:3] == ["airflow", "celery", "worker"]:
                 consumed[name] = set(_option(argv, "--queues").split(","))
     assert consumed == {"airflow-worker": {"default"}, "airflow-worker-gpu": {"gpu"}}
-    queues, pools = _dag_queues_and_pools()
-    assert queues == {"gpu"} and pools == {GPU_POOL}, "the DAGs route FM shards to the gpu queue and pool"
+    # The DAG places each step in its declared pool and queue of the same name (tests/dags/test_dag_files.py).
+    pools = {step.pool for step in PRECOMPUTE.steps if step.pool}
+    assert pools == {GPU_POOL} == {"gpu"}, "the precompute routes FM shards to the gpu queue and pool"
     (device,) = services["airflow-worker-gpu"]["deploy"]["resources"]["reservations"]["devices"]
     assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
     assert re.search(r"/cu\d+$", services["airflow-worker-gpu"]["build"]["args"]["TORCH_INDEX_URL"]), "CUDA torch"

@@ -30,7 +30,7 @@ from solaris.ops.health import free_ports
 from solaris.ops.stack import StackState, airflow_password, state_path
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
-from solaris.tracking.jobs import TrainReport, World
+from solaris.training.jobs import TrainReport, World
 
 from precompute_env import precompute_settings
 

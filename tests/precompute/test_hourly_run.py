@@ -19,9 +19,9 @@ from solaris.precompute import nodes
 from solaris.precompute.run import run_hour, run_resolved
 from solaris.store import open_store
 from solaris.tracking import registry
-from solaris.tracking.jobs import TrainReport, World
+from solaris.training.jobs import TrainReport, World
 from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
-from solaris.tracking.versions import embedding_version
+from solaris.embedding_version import embedding_version
 
 from precompute_env import precompute_settings
 from store_state import store_checksum

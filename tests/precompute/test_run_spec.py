@@ -12,7 +12,8 @@ import pytest
 from solaris.enrichment.knn import build_neighbours
 from solaris.precompute import knn_state
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.spec import HourRun, PrecomputeParams, run_key, shard_of, target_interval
+from solaris.precompute.params import PrecomputeParams
+from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
 
 T = datetime(2026, 3, 1, 7, tzinfo=UTC)
 
@@ -29,7 +30,7 @@ def test_target_hour_follows_the_interval_end_as_plain_utc() -> None:
 def test_params_refuse_unknown_and_out_of_range_values_by_name() -> None:
     with pytest.raises(ValueError, match="unknown precompute parameter.*top_fracion"):
         PrecomputeParams.from_mapping({"top_fracion": 0.3})
-    with pytest.raises(ValueError, match="shards must be a positive integer"):
+    with pytest.raises(ValueError, match=r"shards must be in \[1, 64\], got 0"):
         PrecomputeParams(shards=0)
     with pytest.raises(ValueError, match="top_fraction"):
         PrecomputeParams(top_fraction=1.5)

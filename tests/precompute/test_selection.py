@@ -121,13 +121,13 @@ def test_add_requeued_labels_overlaps_requeue_and_keeps_each_pair_once() -> None
 def test_repeated_pairs_are_refused() -> None:
     scored = pd.DataFrame({"user_id": [1, 2, 1], "item_id": [5, 5, 5], "score": [0.1, 0.2, 0.3]})
     with pytest.raises(ValueError, match=r"row 2 repeats pair \(user 1, item 5\)"):
-        select_top_fraction(scored)
+        select_top_fraction(scored, 0.2, 50)
 
 
 def test_non_finite_scores_are_refused_with_the_row() -> None:
     scored = pd.DataFrame({"user_id": [1, 2], "item_id": [1, 2], "score": [0.3, np.nan]})
     with pytest.raises(ValueError, match=r"row 1 \(user 2, item 2\)"):
-        select_top_fraction(scored)
+        select_top_fraction(scored, 0.2, 50)
 
 
 class FreshStub:

@@ -17,8 +17,8 @@ from solaris.serving.champion import ServingModel, load_serving_model
 from solaris.serving import Ranker
 from solaris.store import FeatureStore, PostgresStoreConfig, open_store
 from solaris.tracking import registry
-from solaris.tracking.jobs import TrainReport, World
-from solaris.tracking.versions import parse_embedding_version
+from solaris.training.jobs import TrainReport, World
+from solaris.embedding_version import parse_embedding_version
 
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 StoreFactory = Callable[[], FeatureStore]
@@ -47,7 +47,7 @@ def codes(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def lay_out(store: FeatureStore, model: ServingModel, created: datetime = T - timedelta(minutes=30)) -> Layout:
-    fm, ae, dim = parse_embedding_version(model.pinned.embedding_version)
+    fm, ae, dim, _ = parse_embedding_version(model.pinned.embedding_version)
     version = store.register_embedding_version(fm, ae, dim, created_at=created)
     vectors = {"pair": codes(1, dim, 1), "agg": codes(1, dim, 2), "neighbour_pair": codes(1, dim, 3)}
     expires = created + TTL

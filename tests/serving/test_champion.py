@@ -15,7 +15,7 @@ from solaris.config import Settings
 from solaris.serving import Ranker
 from solaris.serving.champion import ChampionWatcher, ServingModel, load_serving_model
 from solaris.tracking import registry
-from solaris.tracking.jobs import TrainReport, World
+from solaris.training.jobs import TrainReport, World
 from solaris.tracking.registry import CHAMPION, VM_MODEL
 
 Trained = tuple[Settings, World, TrainReport]

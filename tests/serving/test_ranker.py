@@ -14,8 +14,8 @@ from solaris.serving import Ranker
 from solaris.store import sqlite as sqlite_store
 from solaris.serving.champion import ServingModel
 from solaris.models.features import BASE_COLUMNS
-from solaris.serving.tiers import absent, served_inputs
-from solaris.tracking.versions import VersionMismatch, parse_embedding_version
+from solaris.enrichment.tiers import absent, served_inputs
+from solaris.embedding_version import VersionMismatch, parse_embedding_version
 
 
 def test_each_candidate_gets_its_tier(layout: Layout, champion: ServingModel) -> None:

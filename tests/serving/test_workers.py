@@ -16,7 +16,7 @@ from conftest import T, lay_out
 from solaris.config import Settings
 from solaris.serving.champion import ServingModel
 from solaris.store import SqliteStoreConfig, open_store
-from solaris.tracking.jobs import TrainReport, World
+from solaris.training.jobs import TrainReport, World
 
 
 def free_port() -> int:

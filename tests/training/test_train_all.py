@@ -23,10 +23,10 @@ from solaris.config import Settings
 from solaris.models.vm import score
 from solaris.models.vm_data import Teacher, build_vm_data
 from solaris.tracking import registry
-from solaris.tracking.gate import promotion_gate
-from solaris.tracking.jobs import TrainReport, World, champion_ne, register_vm, vm_eval
+from solaris.training.gate import promotion_gate
+from solaris.training.jobs import TrainReport, World, champion_ne, register_vm, vm_eval
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
-from solaris.tracking.versions import VersionMismatch
+from solaris.embedding_version import VersionMismatch
 
 
 @pytest.fixture

@@ -26,8 +26,9 @@ from solaris.models.splits import DEFAULT_FRACTIONS, Span, TimeSplit
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
 from solaris.models.vm import VMConfig, VerticalModel, score
 from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_datasets
-from solaris.tracking import registry, runs
-from solaris.tracking.gate import Decision, promotion_gate
+from solaris.tracking import registry
+from solaris.training import runs
+from solaris.training.gate import Decision, promotion_gate
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, FM_MODEL, VM_MODEL, PinnedVersions
 
 HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]

@@ -1,6 +1,6 @@
 """The training chain cut into steps that pass only registered versions, for the ``solaris_train`` DAG.
 
-:func:`solaris.tracking.jobs.train_all` runs the chain in one process with the models in memory; a DAG's
+:func:`solaris.training.jobs.train_all` runs the chain in one process with the models in memory; a DAG's
 tasks may run on different workers, so each step here reloads what it needs from the MLflow registry by
 version and returns a small JSON-able dict for XCom.
 """
@@ -12,8 +12,8 @@ from typing import Any
 from solaris.config import Settings
 from solaris.models.training import FitConfig
 from solaris.tracking import registry
-from solaris.tracking.gate import promotion_gate
-from solaris.tracking.jobs import (
+from solaris.training.gate import promotion_gate
+from solaris.training.jobs import (
     TrainPlan,
     World,
     champion_ne,

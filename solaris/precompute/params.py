@@ -1,0 +1,119 @@
+"""The knobs of one hourly precompute run, each declared once: default, bounds and description.
+
+:class:`PrecomputeParams` is the definition; the DAGs' trigger forms (:func:`airflow_param`), the replay's
+options and the CLI flags (:func:`cli_option`) are generated from its fields, and every value is checked
+against the same bounds wherever it came from. Stdlib only: the DAG files import this at parse time.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from solaris.config import DEVICES
+
+_TYPES = {"int": (numbers.Integral, "integer", int), "float": (numbers.Real, "number", float), "str": (str, "string", str)}
+
+
+@dataclass(frozen=True)
+class Knob:
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    choices: tuple[str, ...] = ()
+    in_form: bool = False  # shown in the precompute DAG's trigger form
+
+    def check(self, name: str, kind: str, value: Any) -> None:
+        accepted, _, _ = _TYPES[kind]
+        if isinstance(value, bool) or not isinstance(value, accepted):
+            raise ValueError(f"{name} must be of type {kind}, got {value!r}")
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{name} {value!r} is not one of {', '.join(self.choices)}")
+        low_ok = self.minimum is None or (value > self.minimum if self.exclusive_minimum else value >= self.minimum)
+        if not low_ok or (self.maximum is not None and value > self.maximum):
+            raise ValueError(f"{name} must be in {self.interval}, got {value!r}")
+
+    @property
+    def interval(self) -> str:
+        low = "(" if self.exclusive_minimum else "["
+        return f"{low}{_g(self.minimum, '-inf')}, {_g(self.maximum, 'inf')}]"
+
+
+def _g(bound: float | None, none: str) -> str:
+    return none if bound is None else f"{bound:g}"
+
+
+def knob(default: Any, description: str, **bounds: Any) -> Any:
+    return field(default=default, metadata={"knob": Knob(description, **bounds)})
+
+
+@dataclass(frozen=True)
+class PrecomputeParams:
+    """What a user may change per run; the fields with ``in_form`` make the DAG's trigger form."""
+
+    top_fraction: float = knob(
+        0.2, "share of candidates the FM embeds", minimum=0, exclusive_minimum=True, maximum=1, in_form=True
+    )
+    ttl_hours: int = knob(4, "hours a pair embedding stays fresh", minimum=1, maximum=48, in_form=True)
+    shards: int = knob(2, "FM embedding tasks (mapped)", minimum=1, maximum=64, in_form=True)
+    batch_size: int = knob(4096, "pairs per FM forward", minimum=64, maximum=65536, in_form=True)
+    device: str = knob("auto", "FM device", choices=DEVICES, in_form=True)
+    per_user_cap: int = knob(50, "speculative pairs selected per user at most", minimum=1)
+    window_hours: int = knob(24, "hours of pair codes a user aggregate averages", minimum=1)
+    knn_k: int = knob(10, "neighbours kept per user", minimum=1)
+    # Unchanged users keep last run's neighbour row; every ``knn_rebuild_hours`` all rows are recomputed, so
+    # neighbour rows live that long.
+    knn_rebuild_hours: int = knob(24, "hours between full rebuilds of the KNN table", minimum=1)
+    # Impressions read for the FM's history and exposure counts (its longest count window is 72 h).
+    history_hours: int = knob(168, "hours of impressions the FM reads as history", minimum=1)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            f.metadata["knob"].check(f.name, f.type, getattr(self, f.name))
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> PrecomputeParams:
+        """From DAG params or XCom; unknown keys are an error naming them (a typo must not pass silently)."""
+        values = dict(values or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown precompute parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**values)
+
+
+def _field(name: str) -> Any:
+    for f in fields(PrecomputeParams):
+        if f.name == name:
+            return f
+    raise KeyError(f"no precompute parameter {name!r}")
+
+
+FORM = tuple(f.name for f in fields(PrecomputeParams) if f.metadata["knob"].in_form)
+
+
+def airflow_param(name: str) -> dict[str, Any]:
+    """Keyword arguments of ``airflow.sdk.Param`` for one knob: its default and JSON-schema bounds."""
+    f = _field(name)
+    k: Knob = f.metadata["knob"]
+    schema: dict[str, Any] = {"default": f.default, "type": _TYPES[f.type][1], "description": k.description}
+    if k.minimum is not None:
+        schema["exclusiveMinimum" if k.exclusive_minimum else "minimum"] = k.minimum
+    if k.maximum is not None:
+        schema["maximum"] = k.maximum
+    if k.choices:
+        schema["enum"] = list(k.choices)
+    return schema
+
+
+def cli_option(name: str) -> tuple[str, dict[str, Any]]:
+    """The flag and ``argparse.add_argument`` keywords for one knob (bounds are checked by the params)."""
+    f = _field(name)
+    k: Knob = f.metadata["knob"]
+    bounds = f" {k.interval}" if k.minimum is not None or k.maximum is not None else ""
+    options = {"type": _TYPES[f.type][2], "default": f.default, "help": f"{k.description}{bounds} (default {f.default})"}
+    if k.choices:
+        options["choices"] = k.choices
+    return "--" + name.replace("_", "-"), options

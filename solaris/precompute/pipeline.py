@@ -1,0 +1,106 @@
+"""The hourly precompute, declared once as data: its steps in order, the staged tables each reads and
+writes, and the step that fans out over shards in the ``gpu`` pool and queue.
+
+The ``solaris_precompute`` DAG builds its tasks from :data:`PRECOMPUTE`, :mod:`.run` executes it in one
+process, and the run record's timings and the main job's table list its steps. Every run also opens with
+``resolve`` (pins the versions, opens the run record; its output goes to every step), closes with
+``finish`` (gets every step's output) and calls ``fail`` when a step failed; each name is a function of
+:mod:`.nodes`. Stdlib only: the DAG file imports this at parse time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from solaris.airflow_env import GPU_POOL
+
+OPEN, CLOSE, ON_FAILURE = "resolve", "finish", "fail"
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A table handed from one step to the next as Parquet in the run's staging folder."""
+
+    name: str
+    description: str
+    per_shard: bool = False  # written once per shard, by a step mapped over shards
+
+    def file_name(self, shard: int | None = None) -> str:
+        if self.per_shard != (shard is not None):
+            need = "needs a shard" if self.per_shard else "has no shards"
+            raise ValueError(f"staged table {self.name!r} {need} (got shard={shard!r})")
+        return self.name if shard is None else f"{self.name}-{shard}"
+
+
+POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour")
+SELECTED = Staged("selected", "the pairs the verifier chose, with their score; re-queued pairs forced")
+CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", per_shard=True)
+AGGREGATES = Staged("aggregates", "each user's mean code over the aggregate window: the KNN's vectors")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One task of the run. ``name`` is the Airflow task id, the node function and the timings key."""
+
+    name: str
+    after: tuple[str, ...] = ()  # steps that must have finished (``resolve`` always has)
+    reads: tuple[Staged, ...] = ()
+    writes: tuple[Staged, ...] = ()
+    per_shard: bool = False  # one task per shard (``params.shards``), in the GPU pool and queue
+    figures: bool = False  # its output is the hour's quality figures, not counts
+
+    @property
+    def pool(self) -> str | None:
+        return GPU_POOL if self.per_shard else None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    steps: tuple[Step, ...]
+
+    def __post_init__(self) -> None:
+        """Refuses a declaration whose order or data flow cannot run (checked when the module loads)."""
+        seen: dict[str, Step] = {}
+        for step in self.steps:
+            if step.name in seen or step.name in (OPEN, CLOSE, ON_FAILURE):
+                raise ValueError(f"step name {step.name!r} is used twice")
+            if unknown := [a for a in step.after if a not in seen]:
+                raise ValueError(f"step {step.name!r} runs after {unknown}, which are not declared before it")
+            made = {t for s in self.ancestors(step, seen) for t in s.writes}
+            if missing := [t.name for t in step.reads if t not in made]:
+                raise ValueError(f"step {step.name!r} reads {missing}, which no step before it writes")
+            if wrong := [t.name for t in step.writes if t.per_shard != step.per_shard]:
+                raise ValueError(f"step {step.name!r} writes {wrong}: per-shard tables come from per-shard steps")
+            seen[step.name] = step
+
+    @staticmethod
+    def ancestors(step: Step, declared: dict[str, Step]) -> Iterator[Step]:
+        for name in step.after:
+            yield declared[name]
+            yield from Pipeline.ancestors(declared[name], declared)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.steps)
+
+    def step(self, name: str) -> Step:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(f"no step {name!r}; steps: {', '.join(self.names)}")
+
+
+PRECOMPUTE = Pipeline(
+    (
+        # Coverage of the hour past must read the store before this run writes to it.
+        Step("coverage", figures=True),
+        Step("candidates", writes=(POOL,)),
+        Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED,)),
+        Step("embed_shard", after=("select",), reads=(SELECTED,), writes=(CODES,), per_shard=True),
+        Step("write_pairs", after=("coverage", "embed_shard"), reads=(CODES,)),
+        Step("aggregates", after=("write_pairs",), writes=(AGGREGATES,)),
+        Step("neighbours", after=("aggregates",), reads=(AGGREGATES,)),
+        Step("expire", after=("neighbours",)),
+    )
+)
