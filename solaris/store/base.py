@@ -1,8 +1,13 @@
 """The feature-store interface the precompute, the ranker, the replay and the UI program against.
 
 Shaped like Feast's online store (one abstract interface, one typed config per backend), with what Feast
-lacks: TTL is enforced on every read (a row with ``expires_at <= t`` is never returned), rows are scoped to
-an embedding version, and every time is passed in (logical time), never read from the clock.
+lacks: every read is point-in-time (a read at ``t`` returns a row only when ``created_at <= t < expires_at``, so
+the TTL is enforced and a backfill or replay of an earlier hour never sees rows written for a later one), rows
+are scoped to an embedding version, and every time is passed in (logical time), never read from the clock.
+
+History is not kept: each table holds one row per key (a write replaces the key's older row, and a user's
+neighbour list is replaced whole), so a read at a ``t`` before the newer row's ``created_at`` finds nothing for
+that key, even where the replaced row was valid at ``t``.
 """
 
 from __future__ import annotations
@@ -93,7 +98,8 @@ class TableStats:
         return self.fresh / self.rows if self.rows else 0.0
 
 
-RUN_STATUSES = ("running", "succeeded", "failed")
+# "skipped": the run had nothing to do (no events before its hour), which is neither a success nor a failure.
+RUN_STATUSES = ("running", "succeeded", "failed", "skipped")
 
 
 class FeatureStore(ABC):
@@ -102,7 +108,7 @@ class FeatureStore(ABC):
     Writes are bulk and transactional: a batch is validated whole, then written in one transaction, so a
     reader sees all of it or none. Writes upsert by key, so re-running a run rewrites its rows in place.
     Reads take the time ``t`` they are for and return only rows of the asked version with
-    ``expires_at > t``, one round trip per tier.
+    ``created_at <= t < expires_at``, one round trip per tier; one row per key, so not the replaced ones.
     """
 
     #: Reads never wait on a network, and ``read_tiers_batch(..., timeout_s=...)`` interrupts one that
@@ -150,7 +156,8 @@ class FeatureStore(ABC):
             vectors: [n, dim] finite pair embeddings, stored as the version's dtype.
             scores: [n] the verifier's finite score of each pair.
             created_at: When the rows were computed (timezone-aware, logical time).
-            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows.
+            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows (nor one
+                at ``t < created_at``).
 
         Returns:
             The number of pairs written; a pair already stored under this version is replaced.
@@ -181,7 +188,8 @@ class FeatureStore(ABC):
             pair_counts: [n] non-negative integers: how many pair vectors each aggregate is the mean of.
             window_hours: The trailing window the aggregates cover, a positive integer, stored on every row.
             created_at: When the rows were computed (timezone-aware, logical time).
-            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows.
+            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows (nor one
+                at ``t < created_at``).
 
         Returns:
             The number of users written; a user already stored under this version is replaced.
@@ -207,8 +215,8 @@ class FeatureStore(ABC):
     def read_tiers_batch(
         self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
     ) -> TierBatchRead:
-        """Every tier for each (user, item) pair, fresh at ``t``; ``timeout_s`` only where ``local_reads``
-        (past it, :class:`StoreReadTimeout`).
+        """Every tier for each (user, item) pair, fresh at ``t`` (``created_at <= t < expires_at``); ``timeout_s``
+        only where ``local_reads`` (past it, :class:`StoreReadTimeout`).
 
         The neighbour tier for pair (u, i) is ``sum_j s_j * pair(j, i) / sum_j s_j`` over u's fresh
         neighbours j with similarity ``s_j > 0`` that have a fresh pair (j, i); its mask is true iff at
@@ -222,7 +230,8 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
-        """Bool mask: which pairs already have a row fresh at ``t`` (the precompute skips those)."""
+        """Bool mask: which pairs have a row fresh at ``t``, ``created_at <= t < expires_at`` (the precompute
+        skips those)."""
 
     @abstractmethod
     def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
@@ -255,7 +264,7 @@ class FeatureStore(ABC):
 
         Args:
             run_id: A run recorded by :meth:`start_run`.
-            status: ``"succeeded"`` or ``"failed"``.
+            status: ``"succeeded"``, ``"failed"`` or ``"skipped"``.
             counts: Named integer counts of the run (rows written, ...), stored as JSON.
             timings: Named durations in seconds, stored as JSON.
             finished_at: Timezone-aware, not before the run's ``started_at``.
@@ -281,7 +290,11 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def stats(self, version: str, t: datetime) -> dict[str, TableStats]:
-        """Per table (pair_embeddings, user_aggregates, user_neighbours): sizes and freshness at ``t``."""
+        """Per table (pair_embeddings, user_aggregates, user_neighbours): sizes and freshness at ``t``.
+
+        ``rows`` and the oldest / newest ``created_at`` cover every stored row of the version; ``fresh`` and
+        ``expiring_within_hour`` only those a read at ``t`` sees (``created_at <= t < expires_at``).
+        """
 
     def __enter__(self) -> FeatureStore:
         return self

@@ -1,6 +1,7 @@
 """Conversions at the store boundary: aware datetimes <-> epoch microseconds, vectors <-> little-endian bytes.
 
-Integer microseconds keep the TTL comparison exact on both backends (``expires_at > t``, no float rounding).
+Integer microseconds keep the point-in-time comparison exact on both backends (``created_at <= t < expires_at``,
+no float rounding).
 """
 
 from __future__ import annotations

@@ -10,24 +10,31 @@
 -- users at once (an array of keys), the items kept by a hash of the requested ones, and each pair row
 -- joined by hash to the requests it answers. The plan is pinned by the reader session (read_session.sql):
 -- hash joins only and one generic plan, whatever the statistics of the partitions say.
+-- Point in time: every table is read with created_at <= t < expires_at, so a read for an earlier hour never
+-- sees a row written for a later one. expires_at > t prunes the partitions; created_at <= t is a filter on
+-- the rows the bitmap heap scans fetch anyway (for their vectors), so it needs no index. Each table keeps
+-- one row per key (a write replaces the key's older row), so a read before the newer row's created_at finds
+-- nothing for that key, even where the replaced row was valid then: history is not kept.
 WITH sources AS MATERIALIZED (
     SELECT 0 AS tier, u.user_id, u.user_id AS source_id, 0::real AS similarity
     FROM unnest(%(users)s::bigint[]) AS u (user_id)
     UNION ALL
     SELECT 2, user_id, neighbour_id, similarity
     FROM user_neighbours
-    WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s AND similarity > 0
+    WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[])
+      AND created_at <= %(t)s AND expires_at > %(t)s AND similarity > 0
 ), tiers AS (
     SELECT s.tier, s.user_id, p.item_id, s.similarity, p.vector
     FROM pair_embeddings AS p
     JOIN sources AS s ON s.source_id = p.user_id
-    WHERE p.version_id = %(version)s AND p.expires_at > %(t)s
+    WHERE p.version_id = %(version)s AND p.expires_at > %(t)s AND p.created_at <= %(t)s
       AND p.user_id = ANY(ARRAY(SELECT source_id FROM sources))
       AND p.item_id IN (SELECT unnest(%(items)s::bigint[]))
     UNION ALL
     SELECT 1, user_id, -1, 0, vector
     FROM user_aggregates
-    WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[]) AND expires_at > %(t)s
+    WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[])
+      AND created_at <= %(t)s AND expires_at > %(t)s
 )
 SELECT coalesce(array_agg(tier), '{}'), coalesce(array_agg(user_id), '{}'), coalesce(array_agg(item_id), '{}'),
        coalesce(array_agg(similarity), '{}'), coalesce(string_agg(vector, ''::bytea), ''::bytea)

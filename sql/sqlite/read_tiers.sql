@@ -8,6 +8,10 @@
 -- key with the item test as a filter (+item_id, against one set of the requested items): a scan reads only
 -- the slim key index and fetches the rows it keeps, which beats a probe per (source, item), and it stays
 -- bounded by what the precompute wrote per user.
+-- Point in time: every table is read with created_at <= :t < expires_at, so a read for an earlier hour never
+-- sees a row written for a later one (a filter on the rows fetched anyway; no index). Each table keeps one
+-- row per key (an upsert replaces the older row), so a read before the newer row's created_at finds nothing
+-- for that key, even where the replaced row was valid then: history is not kept.
 WITH sources (tier, user_id, source_id, similarity) AS (
     SELECT 0, u.value, u.value, 0.0
     FROM json_each(:users) AS u
@@ -15,15 +19,16 @@ WITH sources (tier, user_id, source_id, similarity) AS (
     SELECT 2, n.user_id, n.neighbour_id, n.similarity
     FROM json_each(:users) AS u
     CROSS JOIN user_neighbours AS n
-    WHERE n.version_id = :version AND n.user_id = u.value AND n.expires_at > :t AND n.similarity > 0
+    WHERE n.version_id = :version AND n.user_id = u.value AND n.created_at <= :t AND n.expires_at > :t
+      AND n.similarity > 0
 )
 SELECT s.tier, s.user_id, p.item_id, s.similarity, p.vector
 FROM sources AS s
 CROSS JOIN pair_embeddings AS p
-WHERE p.version_id = :version AND p.user_id = s.source_id AND p.expires_at > :t
+WHERE p.version_id = :version AND p.user_id = s.source_id AND p.created_at <= :t AND p.expires_at > :t
   AND +p.item_id IN (SELECT value FROM json_each(:items))
 UNION ALL
 SELECT 1, a.user_id, -1, 0.0, a.vector
 FROM json_each(:users) AS u
 CROSS JOIN user_aggregates AS a
-WHERE a.version_id = :version AND a.user_id = u.value AND a.expires_at > :t
+WHERE a.version_id = :version AND a.user_id = u.value AND a.created_at <= :t AND a.expires_at > :t

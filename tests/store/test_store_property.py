@@ -30,19 +30,20 @@ def at(hour: int):
 
 @dataclass
 class Model:
-    """The store's contract in plain Python: dicts keyed like the tables, TTL checked on every read."""
+    """The store's contract in plain Python: dicts keyed like the tables (one row per key, a write replaces
+    it), each row (value, created, expires), read point-in-time: fresh at t iff created <= t < expires."""
 
-    pairs: dict[tuple, tuple[np.ndarray, float]] = field(default_factory=dict)
-    aggs: dict[tuple, tuple[np.ndarray, float]] = field(default_factory=dict)
-    neighbours: dict[tuple, tuple[list[tuple[int, float]], float]] = field(default_factory=dict)
+    pairs: dict[tuple, tuple[np.ndarray, float, float]] = field(default_factory=dict)
+    aggs: dict[tuple, tuple[np.ndarray, float, float]] = field(default_factory=dict)
+    neighbours: dict[tuple, tuple[list[tuple[int, float]], float, float]] = field(default_factory=dict)
 
     def fresh(self, table: dict, key: tuple, t: float):
         row = table.get(key)
-        return row[0] if row is not None and row[1] > t else None
+        return row[0] if row is not None and row[1] <= t < row[2] else None
 
     def expire(self, t: float) -> None:
         for table in (self.pairs, self.aggs, self.neighbours):
-            for key in [k for k, (_, expires) in table.items() if expires <= t]:
+            for key in [k for k, (_, _, expires) in table.items() if expires <= t]:
                 del table[key]
 
     def read(self, v: int, user: int, items: list[int], t: float):
@@ -96,21 +97,21 @@ def test_store_behaves_like_the_model(store: FeatureStore, operations: list[tupl
             store.write_pair_embeddings(
                 "r", versions[v], users, items, vectors, np.ones(len(keys)), at(hour), at(hour + ttl)
             )
-            model.pairs.update({(v, u, i): (vec, hour + ttl) for (u, i), vec in zip(keys, vectors, strict=True)})
+            model.pairs.update({(v, u, i): (vec, hour, hour + ttl) for (u, i), vec in zip(keys, vectors, strict=True)})
         elif kind == "aggs":
             v, users, hour, ttl = args
             vectors = rng.normal(size=(len(users), DIM)).astype(np.float16).astype(np.float32)
             store.write_user_aggregates(
                 "r", versions[v], np.array(users), vectors, np.ones(len(users), int), 24, at(hour), at(hour + ttl)
             )
-            model.aggs.update({(v, u): (vec, hour + ttl) for u, vec in zip(users, vectors, strict=True)})
+            model.aggs.update({(v, u): (vec, hour, hour + ttl) for u, vec in zip(users, vectors, strict=True)})
         elif kind == "neighbours":
             v, user, lst, hour, ttl = args
             lst = [(j, s) for j, s in lst if j != user]
             ids = np.array([[j for j, _ in lst] + [-1]])
             sims = np.array([[s for _, s in lst] + [0.0]])
             store.write_user_neighbours("r", versions[v], np.array([user]), ids, sims, at(hour), at(hour + ttl))
-            model.neighbours[(v, user)] = (lst, hour + ttl)
+            model.neighbours[(v, user)] = (lst, hour, hour + ttl)
         elif kind == "read":
             v, user, items, t = args
             got = store.read_tiers(versions[v], user, np.array(items), at(t))
