@@ -12,6 +12,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--max-candidates", type=int, default=1000, help="most candidates one request may carry")
     serve.add_argument("--store-timeout-ms", type=float, default=50.0, help="slower store reads are served as tier none")
     serve.add_argument("--poll-seconds", type=float, default=30.0, help="how often to check solaris-vm@champion")
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=1 << 20, help="larger request bodies are answered 413 unread (default 1 MiB)"
+    )
     serve.add_argument("--no-served-log", action="store_true", help="do not log features as served")
     serve.add_argument(
         "--workers", type=int, default=1, help="server processes; one per core (the VM and FastAPI hold the GIL)"
@@ -36,6 +39,7 @@ def run_service(args: argparse.Namespace) -> int:
         max_candidates=args.max_candidates,
         store_timeout_ms=args.store_timeout_ms,
         poll_seconds=args.poll_seconds,
+        max_body_bytes=args.max_body_bytes,
         served_log_dir=None if args.no_served_log else settings.data_dir / "served",
     )
     os.environ[CONFIG_ENV] = config.to_json()

@@ -1,9 +1,12 @@
 """The ranker as an HTTP service (FastAPI): POST /rank, GET /healthz, /readyz, /metrics.
 
 Limits are part of the schema, so a request outside them is a 422 naming the field, and the OpenAPI
-document says exactly what is accepted. Unknown users and items are valid: they take the cold path (the
-VM's learned defaults, tier none). A store failure is never an error for the caller: the answer comes
-with tier none and ``store`` saying why.
+document says exactly what is accepted. A 422 echoes at most a short prefix of what was sent, readable as
+JSON whatever it was (NaN, 1e400, a lone surrogate); a body over ``max_body_bytes`` is a 413 before it is
+parsed. /metrics counts every answer by endpoint and status code, the 413s and 500s included.
+
+Unknown users and items are valid: they take the cold path (the VM's learned defaults, tier none). A store
+failure is never an error for the caller: the answer comes with tier none and ``store`` saying why.
 """
 
 import json
@@ -19,17 +22,19 @@ from typing import Annotated, Literal
 import numpy as np
 import torch
 from fastapi import FastAPI, HTTPException, Response
+from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from solaris.config import Settings
+from solaris.logs import configure_logging
 from solaris.models.features import MAX_EXACT_ID
 from solaris.serving.champion import ChampionWatcher, ServingModel
+from solaris.serving.guards import MAX_BODY_BYTES, BodyLimit, ResponseCounter, validation_failed
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.ranker import NotReady, Ranker
 from solaris.serving.servedlog import ServedLog
 from solaris.store import FeatureStore
-
 
 
 def _json_integer(value: object) -> object:
@@ -53,6 +58,7 @@ class ServiceConfig:
     poll_seconds: float = 30.0
     served_log_dir: Path | None = None  # None: features as served are not logged
     torch_threads: int = 1
+    max_body_bytes: int = MAX_BODY_BYTES  # larger request bodies are answered 413 unread
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)
@@ -64,8 +70,11 @@ class ServiceConfig:
         return cls(**values, served_log_dir=None if folder is None else Path(folder))
 
     def __post_init__(self) -> None:
-        if min(self.max_candidates, self.store_timeout_ms, self.poll_seconds, self.torch_threads) <= 0:
-            raise ValueError("max_candidates, store_timeout_ms, poll_seconds and torch_threads must be positive")
+        values = (self.max_candidates, self.store_timeout_ms, self.poll_seconds, self.torch_threads, self.max_body_bytes)
+        if min(values) <= 0:
+            raise ValueError(
+                "max_candidates, store_timeout_ms, poll_seconds, torch_threads and max_body_bytes must be positive"
+            )
 
 
 class RankResponse(BaseModel):
@@ -154,6 +163,9 @@ def app_from_env() -> FastAPI:
     """uvicorn's factory in each worker process: settings from ``SOLARIS_*``, the config from the CLI."""
     from solaris.config import get_settings
 
+    # The solaris loggers write to stderr themselves: loading the first VM imports mlflow.pytorch, whose
+    # logging.basicConfig(level=ERROR) would otherwise drop every warning (a champion that cannot load).
+    configure_logging()
     config = ServiceConfig.from_json(os.environ[CONFIG_ENV])
     return create_app(service_from_settings(get_settings(), config), config)
 
@@ -169,7 +181,12 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
         yield
         service.stop()
 
-    app = FastAPI(title="SOLARIS ranker", version="1", lifespan=lifespan)
+    app = FastAPI(
+        title="SOLARIS ranker",
+        version="1",
+        lifespan=lifespan,
+        exception_handlers={RequestValidationError: validation_failed},
+    )
     ranker = service.ranker
 
     # The answer is built as a RankResponse (the schema documents it) and sent as its JSON: FastAPI would
@@ -177,7 +194,14 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
     # scores on the event loop (about a millisecond of VM): a sync endpoint would run on AnyIO's thread pool
     # and hand the read to a second thread, and each handoff between threads that want the GIL can wait out
     # the interpreter's switch interval (5 ms) at the tail.
-    @app.post("/rank", response_model=RankResponse, responses={503: {"description": "no champion VM loaded yet"}})
+    @app.post(
+        "/rank",
+        response_model=RankResponse,
+        responses={
+            413: {"description": f"request body over {config.max_body_bytes} bytes"},
+            503: {"description": "no champion VM loaded yet"},
+        },
+    )
     async def rank(request: RankRequest) -> Response:  # type: ignore[valid-type]
         at = request.at or datetime.now(UTC)  # the HTTP edge is where "now" enters
         positions = None if request.positions is None else np.asarray(request.positions)
@@ -217,4 +241,7 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
             pass
         return Response(ranker.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
+    # The last added runs first: the counter sees the limit's 413s.
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(ResponseCounter, metrics=ranker.metrics, endpoints=frozenset(r.path for r in app.routes))
     return app

@@ -35,6 +35,12 @@ class RankerMetrics:
         self.served_log_dropped = Counter(
             "solaris_served_log_dropped_rows", "Served rows not logged (log queue full)", registry=self.registry
         )
+        self.responses = Counter(
+            "solaris_http_responses",
+            "HTTP responses by endpoint (the route's path; other for unknown paths) and status code",
+            ["endpoint", "status"],
+            registry=self.registry,
+        )
         self.model = Gauge(
             "solaris_model_info",
             "The VM being served (1; 0 for one served before)",
@@ -53,6 +59,9 @@ class RankerMetrics:
             self.model.labels(*self._serving).set(0)
         self._serving = (vm_version, embedding_version)
         self.model.labels(vm_version, embedding_version).set(1)
+
+    def responded(self, endpoint: str, status: int) -> None:
+        self.responses.labels(endpoint, str(status)).inc()
 
     def exposition(self) -> bytes:
         if os.environ.get(MULTIPROCESS_DIR_ENV):
