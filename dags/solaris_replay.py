@@ -72,10 +72,15 @@ def solaris_replay() -> None:
     def summarize(report_folders: list[str]) -> str:
         from pathlib import Path
 
-        from solaris.eval.job import summary
+        from airflow.sdk.exceptions import AirflowFailException
 
-        text = summary([Path(f) for f in report_folders])
+        from solaris.eval.job import summary, violated
+
+        folders = [Path(f) for f in report_folders]
+        text = summary(folders)
         print(text)
+        if broken := violated(folders):  # the run fails, with the reports written for a look
+            raise AirflowFailException(f"replay invariants violated in {', '.join(broken)}")
         return text
 
     summarize(replay_seed.expand(seed=seeds()))

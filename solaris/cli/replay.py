@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from solaris.precompute.params import cli_option
@@ -27,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
-    from solaris.eval.job import ReplayRequest, replay_one, summary
+    from solaris.eval.job import ReplayRequest, replay_one, summary, violated
 
     settings = get_settings()
     request = ReplayRequest(
@@ -44,4 +45,7 @@ def run(args: argparse.Namespace) -> int:
     )
     folders = [replay_one(settings, request, seed) for seed in request.seeds]
     print(summary(folders))
+    if broken := violated(folders):
+        print(f"solaris replay: invariants violated in {', '.join(broken)}", file=sys.stderr)
+        return 1
     return 0

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
-from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, pair_key, ts_micros
+from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, pair_key, pair_matrix, ts_micros
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.splits import Span
 from solaris.models.vm import TIERS
@@ -27,11 +27,13 @@ SERVED_COLUMNS = ["request_id", "ts", "user_id", "item_id", "position"]
 @dataclass(frozen=True)
 class ServedEvents:
     click: np.ndarray  # (n,) float32
-    fm_click: np.ndarray  # (n,) the FM's click probability
+    fm_click: np.ndarray  # (n,) the FM's click probability, from the history strictly before the impression
+    fm_click_hourly: np.ndarray  # (n,) the same as the precompute computes it: as of the hour's start, position 0
     base: np.ndarray  # (n, 4) the base VM's inputs
     served: np.ndarray  # (n, 4 + 3 * (code_dim + 1)) the SOLARIS VM's inputs as served
     tiers: np.ndarray  # (n,) int8 tier that fed each row
     hours: np.ndarray  # (n,) int64 hour index since the epoch, to split a span by time
+    requests: np.ndarray  # (n,) int64 request id, the bootstrap's unit (a row without one is its own request)
 
     def __len__(self) -> int:
         return int(self.click.size)
@@ -50,18 +52,33 @@ def served_events(
     served = served.take(pa.array(order))
     fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
     ts = ts_micros(shown["ts"])
-    base = base_matrix(shown["user_id"].to_numpy(), shown["item_id"].to_numpy(), ts, shown["position"].to_numpy())
+    users, items = shown["user_id"].to_numpy(), shown["item_id"].to_numpy()
+    hour_start = ts // US_PER_HOUR * US_PER_HOUR
+    hourly = pair_matrix(users, items, hour_start, np.zeros(len(ts), np.int64), index, fm.config.history)
+    fm_click_hourly = embed(fm, hourly, device=device).probs[:, 0]
+    base = base_matrix(users, items, ts, shown["position"].to_numpy())
     blocks = [base]
     for tier in TIERS:
         blocks += [served_codes(served, tier), served[f"{tier}_flag"].to_numpy().astype(np.float32)[:, None]]
     return ServedEvents(
         click=shown["click"].to_numpy().astype(np.float32),
         fm_click=fm_click.astype(np.float32),
+        fm_click_hourly=fm_click_hourly.astype(np.float32),
         base=base,
         served=np.concatenate(blocks, axis=1, dtype=np.float32),
         tiers=served["tier"].to_numpy().astype(np.int8),
         hours=ts // US_PER_HOUR,
+        requests=_request_ids(shown),
     )
+
+
+def _request_ids(table: pa.Table) -> np.ndarray:
+    """Request ids as int64; a row without one gets a negative id of its own (no request is shared)."""
+    column = table["request_id"]
+    ids = pc.fill_null(column, 0).to_numpy().astype(np.int64)
+    missing = pc.is_null(column).to_numpy(zero_copy_only=False)
+    ids[missing] = -1 - np.flatnonzero(missing)
+    return ids
 
 
 def _match(shown: pa.Table, served: pa.Table) -> np.ndarray:

@@ -11,16 +11,24 @@ CUMULATIVE_TIERS = ("pair", "agg", "knn")  # coverage["agg"] is the share fed by
 SWEEP_FRACTIONS = (0.05, 0.1, 0.2, 0.4)  # the top_fraction sweep the issue asks for
 
 
+Interval = list[float]  # [low, high]: a paired bootstrap 95% interval over requests (see eval.bootstrap)
+
+
 @dataclass(frozen=True)
 class ModelScore:
-    """One model on the evaluation span's served events; ``transfer_ratio`` is None for the FM itself, and
-    for every model where the FM does not beat the base VM (no gain to transfer)."""
+    """One model on the evaluation span's served events. ``ne_gain`` is the base VM's NE minus this model's.
+    ``transfer_ratio`` is None for the FM itself, and for every model where the FM's gain over the base VM
+    is no larger than its own interval's width (nothing measurable to transfer)."""
 
     name: str
     ne: float
     log_loss: float
     auc: float
     transfer_ratio: float | None
+    ne_ci95: Interval | None = None
+    ne_gain: float | None = None
+    ne_gain_ci95: Interval | None = None
+    transfer_ratio_ci95: Interval | None = None
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,12 @@ class SweepPoint:
     top_fraction: float
     coverage: dict[str, float]
     ne: float
-    transfer_ratio: float | None  # None where the FM does not beat the base VM
+    transfer_ratio: float | None  # None where the FM's gain over the base VM is within its interval's width
     fm_calls_per_served_pair: float
+    ne_ci95: Interval | None = None
+    ne_gain: float | None = None  # over the base VM on the same hours
+    ne_gain_ci95: Interval | None = None
+    transfer_ratio_ci95: Interval | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,11 @@ class ReplayReport:
     fm_calls_per_served_pair: float
     staleness_hours: dict[str, float]  # mean / p50 / p90 / max over pair-tier rows served in the eval span
     seconds: dict[str, float] = field(default_factory=dict)
+    # How the figures were made: "fm_refresh" (how often the FM is retrained while the log replays) and
+    # "fm_reference" (a sentence: which FM the transfer ratio divides by, scored on what).
+    protocol: dict[str, str] = field(default_factory=dict)
+    fm_versions: list[dict[str, str]] = field(default_factory=list)  # version and first serving hour
+    invariants: dict[str, list[str]] = field(default_factory=dict)  # "checked" and "violated", when written
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:

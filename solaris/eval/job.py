@@ -82,6 +82,16 @@ def replay_one(settings: Settings, request: ReplayRequest, seed: int, config: Re
     return folder / "report"
 
 
+def violated(report_folders: list[Path]) -> dict[str, list[str]]:
+    """The invariants each seed's report.json records as broken, by report folder (only folders with any)."""
+    found = {}
+    for folder in report_folders:
+        report = ReplayReport.from_json((folder / "report.json").read_text())
+        if broken := report.invariants["violated"] if report.invariants else render.check_invariants(report):
+            found[str(folder)] = broken
+    return found
+
+
 def summary(report_folders: list[Path]) -> str:
     """Each seed's table, invariant violations named, then the spread across seeds."""
     reports = [ReplayReport.from_json((f / "report.json").read_text()) for f in report_folders]
@@ -109,8 +119,12 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
         for m in report.models:
             key = _metric_name(m.name)
             mlflow.log_metrics({f"ne_{key}": m.ne, f"auc_{key}": m.auc, f"log_loss_{key}": m.log_loss})
-            if m.transfer_ratio is not None:
-                mlflow.log_metric(f"transfer_{key}", m.transfer_ratio)
+            with_ci = (("ne_gain", m.ne_gain, m.ne_gain_ci95), ("transfer", m.transfer_ratio, m.transfer_ratio_ci95))
+            for name, value, ci in with_ci:
+                if value is not None:
+                    mlflow.log_metric(f"{name}_{key}", value)
+                if ci is not None:
+                    mlflow.log_metrics({f"{name}_{key}_ci95_low": ci[0], f"{name}_{key}_ci95_high": ci[1]})
         if eval_hours:
             mlflow.log_metrics({f"coverage_eval_{k}": v for k, v in mean_coverage(eval_hours).items()})
         mlflow.log_metrics(

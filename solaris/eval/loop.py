@@ -79,7 +79,8 @@ def replay_hours(
             continue
         served_pairs, served = serve_hour(log, hour, ranker)
         codes = code_log_of(settings, served.embedding_version, ranker.model.code_dim)
-        found = hour_figures(hour, label, served_pairs, served, result["counts"]["embedded"])
+        # An hour with nothing to precompute (no requests before it) is skipped: it embedded nothing.
+        found = hour_figures(hour, label, served_pairs, served, result["counts"].get("embedded", 0))
         found = found | {"hit_rate": quality.hit_rate(log, codes, hour + HOUR)["hit_rate"]}
         ages.append(staleness_hours(codes, hour, served_pairs, served, int(params["ttl_hours"])))
         found["staleness_hours_mean"] = float(ages[-1].mean()) if len(ages[-1]) else None

@@ -20,9 +20,9 @@ from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.events import ServedEvents, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, HourFigures, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.scoring import FM, FM_HOURLY, VM_BASE, score_models
 from solaris.eval.spans import ReplaySpans
-from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, evaluate, refresh, variant
-from solaris.models import metrics
+from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, predict, refresh, variant
 from solaris.models.calibration import PlattScaling
 from solaris.models.splits import Span
 from solaris.models.training import FitConfig
@@ -36,6 +36,18 @@ from solaris.tracking import registry
 from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
 
 T = TypeVar("T")
+
+# What the transfer ratio divides by, stated in the report: this protocol keeps the FM frozen after the
+# training span while every VM is refreshed on the logging span.
+PROTOCOL = {
+    "fm_refresh": "none",
+    "fm_reference": (
+        f"{FM!r}: the FM trained on the training span and frozen there, its click head Platt-recalibrated on the "
+        "logging span, scored on every evaluation impression from its history strictly before that impression; "
+        f"{FM_HOURLY!r} is the same FM as the precompute runs it (history before the hour's start, position 0), "
+        "a reference only"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -109,11 +121,15 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     # The FM froze at the end of the training span while the VMs are refreshed on the logging span: its
     # click head is recalibrated on the same hours (two numbers, fitted on labels the eval never sees).
     calibrate = PlattScaling.fit(logging_events.fm_click, logging_events.click)
-    logging_events = replace(logging_events, fm_click=calibrate(logging_events.fm_click))
+    calibrate_hourly = PlattScaling.fit(logging_events.fm_click_hourly, logging_events.click)
+
+    def calibrated(e: ServedEvents) -> ServedEvents:
+        return replace(e, fm_click=calibrate(e.fm_click), fm_click_hourly=calibrate_hourly(e.fm_click_hourly))
+
+    logging_events = calibrated(logging_events)
     refreshed = replay.phase("refresh every VM", lambda: _refresh(replay, trained, logging_events))
-    eval_events = events(spans.eval, replay.settings)
-    eval_events = replace(eval_events, fm_click=calibrate(eval_events.fm_click))
-    scores = _scores(eval_events, refreshed)
+    eval_events = calibrated(events(spans.eval, replay.settings))
+    scores = _scores(eval_events, refreshed, config.seed)
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, model, refreshed, eval_events, events))
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
@@ -126,6 +142,8 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
         staleness_hours=distribution(evaluated.staleness_hours),
         seconds=replay.seconds,
+        protocol=PROTOCOL,
+        fm_versions=[{"fm_version": trained.fm.version, "first_serving_hour": spans.logging.start.isoformat()}],
     )
 
 
@@ -148,19 +166,10 @@ def _refresh(replay: Replay, trained: TrainReport, logging: ServedEvents) -> dic
     return {v.name: refresh(v, trained.vms[v.first_stage].model, train, valid, replay.config.fit) for v in VARIANTS}
 
 
-def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel]) -> list[ModelScore]:
-    fm = metrics.summary(events.click, events.fm_click)
-    found = {name: evaluate(variant(name), model, events) for name, model in refreshed.items()}
-    base_ne = found["VM base"]["ne"]
-    scores = [ModelScore("FM", fm["ne"], fm["log_loss"], fm["auc"], None)]
-    for name, m in found.items():
-        scores.append(ModelScore(name, m["ne"], m["log_loss"], m["auc"], _transfer(base_ne, m["ne"], fm["ne"])))
-    return scores
-
-
-def _transfer(base_ne: float, ne: float, fm_ne: float) -> float | None:
-    """None where the FM does not beat the base VM: there is no gain to transfer (the report says so)."""
-    return metrics.transfer_ratio(base_ne, ne, fm_ne) if fm_ne < base_ne else None
+def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel], seed: int) -> list[ModelScore]:
+    probs = {FM: events.fm_click, FM_HOURLY: events.fm_click_hourly}
+    probs |= {name: predict(variant(name), model, events) for name, model in refreshed.items()}
+    return score_models(events.click, events.requests, probs, seed)
 
 
 def _sweep(
@@ -178,8 +187,7 @@ def _sweep(
     serve_from = spans.eval.end - swept * HOUR
     warm_start = max(serve_from - config.sweep_warmup_hours * HOUR, spans.logging.start)
     same_hours = eval_events.select(eval_events.hours >= int(serve_from.timestamp()) // 3600)
-    fm_ne = metrics.normalized_entropy(same_hours.click, same_hours.fm_click)
-    base_ne = evaluate(variant("VM base"), refreshed["VM base"], same_hours)["ne"]
+    reference = {FM: same_hours.fm_click, VM_BASE: predict(variant(VM_BASE), refreshed[VM_BASE], same_hours)}
     points = []
     for fraction in config.sweep:
         settings = replay.arm_settings(f"sweep-{fraction:g}")
@@ -195,14 +203,22 @@ def _sweep(
                 config.progress,
             )
             ranker.close()
-        ne = evaluate(variant(SWEEP_VARIANT), refreshed[SWEEP_VARIANT], events(Span(serve_from, spans.eval.end), settings))["ne"]
+        arm = events(Span(serve_from, spans.eval.end), settings)
+        if not (np.array_equal(arm.requests, same_hours.requests) and np.array_equal(arm.click, same_hours.click)):
+            raise ValueError(f"sweep arm {fraction:g} served other events than the main run's same hours")
+        probs = reference | {SWEEP_VARIANT: predict(variant(SWEEP_VARIANT), refreshed[SWEEP_VARIANT], arm)}
+        scored = score_models(arm.click, arm.requests, probs, config.seed)[-1]
         points.append(
             SweepPoint(
                 top_fraction=fraction,
                 coverage=mean_coverage(run.figures),
-                ne=ne,
-                transfer_ratio=_transfer(base_ne, ne, fm_ne),
+                ne=scored.ne,
+                transfer_ratio=scored.transfer_ratio,
                 fm_calls_per_served_pair=fm_calls_per_served_pair(run.figures),
+                ne_ci95=scored.ne_ci95,
+                ne_gain=scored.ne_gain,
+                ne_gain_ci95=scored.ne_gain_ci95,
+                transfer_ratio_ci95=scored.transfer_ratio_ci95,
             )
         )
     return points

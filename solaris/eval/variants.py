@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from solaris.eval.events import ServedEvents
-from solaris.models import metrics
 from solaris.models.features import BASE_COLUMNS
 from solaris.models.training import FitConfig, refresh_vm
 from solaris.models.vm import TIERS, VerticalModel, score
@@ -74,5 +73,7 @@ def refresh(v: Variant, first_stage: VerticalModel, train: ServedEvents, valid: 
     return model
 
 
-def evaluate(v: Variant, model: VerticalModel, events: ServedEvents) -> dict[str, float]:
-    return metrics.summary(events.click, score(model, inputs(v, events, model.config.code_dim)))
+def predict(v: Variant, model: VerticalModel, events: ServedEvents) -> np.ndarray:
+    """The variant's click probability for each event, from the inputs it may see."""
+    return score(model, inputs(v, events, model.config.code_dim))
+

@@ -13,7 +13,7 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.eval.figures import ReplayReport
 from solaris.eval.job import EXPERIMENT
-from solaris.eval.report import check_invariants
+from solaris.eval.report import INVARIANTS, check_invariants
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +44,24 @@ def test_the_report_holds_its_invariants(replayed: tuple[Settings, ReplayReport]
 def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, ReplayReport]) -> None:
     report = replayed[1]
     names = [m.name for m in report.models]
-    assert names == ["FM", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +agg", "SOLARIS +knn", "SOLARIS all+distill"]
+    assert names == [
+        "FM", "FM as precomputed", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +agg", "SOLARIS +knn",
+        "SOLARIS all+distill",
+    ]  # fmt: skip
     assert {h.span for h in report.hours} == {"logging", "eval"}
+
+
+def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replayed: tuple[Settings, ReplayReport]) -> None:
+    report = replayed[1]
+    base = report.model("VM base").ne
+    for m in report.models:
+        assert m.ne_ci95[0] <= m.ne <= m.ne_ci95[1], m.name
+        assert m.ne_gain == pytest.approx(base - m.ne) and m.ne_gain_ci95[0] <= m.ne_gain_ci95[1], m.name
+        assert (m.transfer_ratio is None) == (m.transfer_ratio_ci95 is None), m.name
+    assert all(p.ne_ci95 and p.ne_gain_ci95 for p in report.sweep)
+    assert set(report.protocol) == {"fm_refresh", "fm_reference"}
+    assert [v["first_serving_hour"] for v in report.fm_versions] == [report.spans["logging"].split("/")[0]]
+    assert report.invariants == {"checked": list(INVARIANTS), "violated": []}
 
 
 def test_no_embedding_comes_from_the_future_or_from_the_fms_training_labels(replayed: tuple[Settings, ReplayReport]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -20,6 +21,7 @@ from solaris.eval.figures import (
     SweepPoint,
 )
 from solaris.eval.report import (
+    INVARIANTS,
     PLOTS,
     check_invariants,
     seed_spreads,
@@ -31,6 +33,7 @@ from solaris.eval.report import (
 from solaris.models.metrics import transfer_ratio
 
 START = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+T = TypeVar("T", ModelScore, SweepPoint)
 # NE per model before the seed's jitter; the FM beats the base VM, every variant lands in between.
 NE = {
     "FM": 0.800,
@@ -43,12 +46,26 @@ NE = {
 }
 
 
+def scored(s: T, base_ne: float, fm_ne: float, transfers: bool = True) -> T:
+    """The figure with its NE gain, transfer ratio and intervals around each, as a replay fills them."""
+    gain = base_ne - s.ne
+    ratio = transfer_ratio(base_ne, s.ne, fm_ne) if transfers else None
+    return replace(
+        s,
+        ne_ci95=[s.ne - 0.004, s.ne + 0.005],
+        ne_gain=gain,
+        ne_gain_ci95=[gain - 0.006, gain + 0.005],
+        transfer_ratio=ratio,
+        transfer_ratio_ci95=None if ratio is None else [ratio - 0.06, ratio + 0.05],
+    )
+
+
 def make_report(seed: int = 0) -> ReplayReport:
     """A valid report; the seed moves every figure a little, differently per figure."""
     jitter = 0.002 * seed
     ne = {name: v - jitter * i / 3 for i, (name, v) in enumerate(NE.items())}
     models = [
-        ModelScore(n, v, v * 0.45, 0.75 + jitter, None if n == "FM" else transfer_ratio(ne["VM base"], v, ne["FM"]))
+        scored(ModelScore(n, v, v * 0.45, 0.75 + jitter, None), ne["VM base"], ne["FM"], n != "FM")
         for n, v in ne.items()
     ]
     hours = [
@@ -64,12 +81,16 @@ def make_report(seed: int = 0) -> ReplayReport:
         for i in range(6)
     ]
     sweep = [
-        SweepPoint(
-            top_fraction=f,
-            coverage={"pair": 0.2 + f + jitter, "agg": 0.6 + f / 2, "knn": 0.7 + f / 2},
-            ne=0.87 - f / 20 - jitter,
-            transfer_ratio=transfer_ratio(ne["VM base"], 0.87 - f / 20 - jitter, ne["FM"]),
-            fm_calls_per_served_pair=f * 2,
+        scored(
+            SweepPoint(
+                top_fraction=f,
+                coverage={"pair": 0.2 + f + jitter, "agg": 0.6 + f / 2, "knn": 0.7 + f / 2},
+                ne=0.87 - f / 20 - jitter,
+                transfer_ratio=None,
+                fm_calls_per_served_pair=f * 2,
+            ),
+            ne["VM base"],
+            ne["FM"],
         )
         for f in SWEEP_FRACTIONS
     ]
@@ -97,9 +118,11 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
 
     for m in report.models:
         row = _line(text, m.name + " ")
-        assert f"{m.ne:.4f}" in row and f"{m.log_loss:.4f}" in row and f"{m.auc:.4f}" in row
+        assert f"{m.ne:.4f}" in row and f"{m.auc:.4f}" in row and f"{m.ne_gain:+.4f}" in row
+        assert f"[{m.ne_ci95[0]:.4f}, {m.ne_ci95[1]:.4f}]" in row
         if m.transfer_ratio is not None:
-            assert f"{100 * m.transfer_ratio:.1f}%" in row
+            low, high = m.transfer_ratio_ci95
+            assert f" {100 * m.transfer_ratio:.1f}% " in row and f"[{100 * low:.1f}%, {100 * high:.1f}%]" in row
     assert "20-25%" in _line(text, "VM distilled") and "42-44%" in _line(text, "SOLARIS all+distill")
     for span in ("logging", "eval"):
         means = span_means(report, span)
@@ -127,7 +150,8 @@ def test_html_pngs_and_json_are_written_and_linked(tmp_path: Path) -> None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
         assert f'src="{file}"' in page
     assert all(m.name in page for m in report.models)
-    assert ReplayReport.from_json((tmp_path / "out" / "report.json").read_text()) == report
+    written = ReplayReport.from_json((tmp_path / "out" / "report.json").read_text())
+    assert written == replace(report, invariants={"checked": list(INVARIANTS), "violated": []})
 
 
 def test_json_round_trip() -> None:
@@ -184,6 +208,31 @@ BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
     "the requested sweep not run": (lambda r: replace(r, sweep=[]), "fractions [], expected [0.05, 0.1, 0.2, 0.4]"),
     "base transfer ratio not 0": (lambda r: _model(r, "VM base", transfer_ratio=0.01), "'VM base' is 0.01, not 0"),
     "no base VM": (lambda r: replace(r, models=r.models[:1]), "no 'VM base' model"),
+    "an NE outside its interval": (
+        lambda r: _model(r, "SOLARIS pair", ne_ci95=[0.80, 0.81]),
+        "model 'SOLARIS pair': NE 0.8700 lies outside its interval [0.8, 0.81]",
+    ),
+    "an interval missing": (
+        lambda r: _model(r, "VM distilled", ne_gain_ci95=None),
+        "model 'VM distilled': ne_gain_ci95 is None, not an interval",
+    ),
+    "a transfer ratio without its interval": (
+        lambda r: _model(r, "SOLARIS +agg", transfer_ratio_ci95=None),
+        "model 'SOLARIS +agg': transfer ratio 0.3400 has no interval",
+    ),
+    "an FM gain within its interval's width": (
+        lambda r: replace(
+            r,
+            models=[
+                replace(m, transfer_ratio=None, transfer_ratio_ci95=None, ne_gain_ci95=[0.0, 0.2])
+                if m.name == "FM" else replace(m, transfer_ratio=None, transfer_ratio_ci95=None)
+                for m in r.models
+            ],
+            sweep=[],
+            swept_fractions=[],
+        ),
+        "the FM's NE gain over the base VM, 0.1000, is no larger than its 95% interval's width, 0.2000",
+    ),
 }
 
 
@@ -282,8 +331,14 @@ def test_a_replay_without_a_sweep_asked_for_none() -> None:
 def fm_not_beating_base(report: ReplayReport) -> ReplayReport:
     """The report of a seed where the FM lost to the base VM: no transfer ratio anywhere."""
     base = report.model("VM base").ne
-    models = [replace(m, ne=base + 0.01, transfer_ratio=None) if m.name == "FM" else replace(m, transfer_ratio=None) for m in report.models]
-    return replace(report, models=models, sweep=[replace(p, transfer_ratio=None) for p in report.sweep])
+    fm_ne = base + 0.01
+    no_ratio = {"transfer_ratio": None, "transfer_ratio_ci95": None}
+    models = [
+        replace(m, ne=fm_ne, ne_ci95=[fm_ne - 0.004, fm_ne + 0.005], ne_gain=-0.01, **no_ratio)
+        if m.name == "FM" else replace(m, **no_ratio)
+        for m in report.models
+    ]  # fmt: skip
+    return replace(report, models=models, sweep=[replace(p, **no_ratio) for p in report.sweep])
 
 
 def test_an_fm_that_does_not_beat_the_base_vm_is_said_not_crashed() -> None:
@@ -304,4 +359,23 @@ def test_seeds_without_a_transfer_ratio_are_left_out_of_its_spread_and_named() -
     expected = [r.model("SOLARIS pair").transfer_ratio for r in (reports[0], reports[2])]
     assert spreads["transfer ratio"]["SOLARIS pair"].mean == pytest.approx(statistics.fmean(expected))
     assert spreads["NE"]["SOLARIS pair"].mean == pytest.approx(statistics.fmean(r.model("SOLARIS pair").ne for r in reports))
-    assert "seed(s) 1: transfer ratio undefined" in text
+    assert "seed 1: transfer ratio undefined: the FM does not beat the base VM; transfer over the other seeds" in text
+
+
+def test_solaris_replay_exits_non_zero_when_a_seed_breaks_an_invariant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from solaris.cli import main
+    from solaris.eval import job
+
+    reports = {0: make_report(0), 1: _model(make_report(1), "VM base", transfer_ratio=0.01)}
+
+    def replay_one(settings: object, request: object, seed: int) -> Path:
+        write_html(reports[seed], tmp_path / f"seed-{seed}")
+        return tmp_path / f"seed-{seed}"
+
+    monkeypatch.setattr(job, "replay_one", replay_one)
+    monkeypatch.setenv("SOLARIS_HOME", str(tmp_path))
+    assert main(["replay", "--preset", "tiny", "--seeds", "0", "--no-sweep"]) == 0
+    assert main(["replay", "--preset", "tiny", "--seeds", "0", "1", "--no-sweep"]) == 1
+    assert f"invariants violated in {tmp_path / 'seed-1'}" in capsys.readouterr().err

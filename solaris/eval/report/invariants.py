@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -37,14 +37,23 @@ def fm_loses_to_base(report: ReplayReport) -> bool:
     return FM in ne and VM_BASE in ne and ne[FM] >= ne[VM_BASE]
 
 
+def no_transfer_reason(report: ReplayReport) -> str | None:
+    """Why the report has no transfer ratios, or None when it has them."""
+    if fm_loses_to_base(report):
+        return NO_TRANSFER
+    fm, base = (next((m for m in report.models if m.name == name), None) for name in (FM, VM_BASE))
+    if fm is None or base is None or fm.ne_gain is None or fm.ne_gain_ci95 is None or base.transfer_ratio is not None:
+        return None
+    width = fm.ne_gain_ci95[1] - fm.ne_gain_ci95[0]
+    return (
+        f"transfer ratio undefined: the FM's NE gain over the base VM, {fm.ne_gain:.4f}, is no larger than its "
+        f"95% interval's width, {width:.4f}; read the NE gains"
+    )
+
+
 def check_invariants(report: ReplayReport) -> list[str]:
     """Every violated invariant as a sentence naming the figure; empty when all hold."""
-    return [
-        *_nonfinite(asdict(report), "report"),
-        *_tier_order(report),
-        *_base_transfer(report),
-        *_sweep_invariants(report),
-    ]
+    return [broken for check in INVARIANTS.values() for broken in check(report)]
 
 
 def _nonfinite(value: Any, path: str) -> Iterator[str]:
@@ -92,8 +101,26 @@ def _base_transfer(report: ReplayReport) -> Iterator[str]:
         yield f"transfer ratio: no {VM_BASE!r} model in the report"
     elif base.transfer_ratio is None and fm_loses_to_base(report):
         yield f"{NO_TRANSFER} (NE {report.model(FM).ne:.4f} against {base.ne:.4f})"
+    elif base.transfer_ratio is None and (reason := no_transfer_reason(report)):
+        yield reason
     elif base.transfer_ratio is None or abs(base.transfer_ratio) > 1e-12:
         yield f"transfer ratio of {VM_BASE!r} is {base.transfer_ratio}, not 0"
+
+
+def _intervals(report: ReplayReport) -> Iterator[str]:
+    """Every NE and NE gain has its interval, around the point for NE; a transfer ratio has one iff defined."""
+    scored = [(f"model {m.name!r}", m) for m in report.models]
+    scored += [(f"top_fraction sweep, point {p.top_fraction:g},", p) for p in report.sweep]
+    for where, s in scored:
+        for name in ("ne_ci95", "ne_gain_ci95"):
+            if (ci := getattr(s, name)) is None or len(ci) != 2 or not ci[0] <= ci[1]:
+                yield f"{where}: {name} is {ci}, not an interval [low, high]"
+        if s.ne_ci95 and len(s.ne_ci95) == 2 and not s.ne_ci95[0] <= s.ne <= s.ne_ci95[1]:
+            yield f"{where}: NE {s.ne:.4f} lies outside its interval {s.ne_ci95}"
+        if s.transfer_ratio is not None and s.transfer_ratio_ci95 is None:
+            yield f"{where}: transfer ratio {s.transfer_ratio:.4f} has no interval"
+        elif s.transfer_ratio is None and s.transfer_ratio_ci95 is not None:
+            yield f"{where}: an interval {s.transfer_ratio_ci95} for an undefined transfer ratio"
 
 
 def _sweep_invariants(report: ReplayReport) -> Iterator[str]:
@@ -110,3 +137,13 @@ def _sweep_invariants(report: ReplayReport) -> Iterator[str]:
         if any(b < a for a, b in zip(shares, shares[1:])):
             listed = ", ".join(f"{f:g}: {s:.4f}" for f, s in zip(fractions, shares, strict=True))
             yield f"top_fraction sweep: {tier} coverage falls as top_fraction grows ({listed})"
+
+
+# The checks a report is held to, by name; report.json records which ran and what each found broken.
+INVARIANTS: dict[str, Callable[[ReplayReport], Iterable[str]]] = {
+    "finite figures": lambda report: _nonfinite(asdict(report), "report"),
+    "coverage grows by tier": _tier_order,
+    "base VM transfers nothing": _base_transfer,
+    "top_fraction sweep": _sweep_invariants,
+    "intervals": _intervals,
+}

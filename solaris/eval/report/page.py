@@ -4,13 +4,14 @@ is escaped): the same sections as the terminal table, the broken invariants, and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader
 
 from solaris.eval.figures import ReplayReport
-from solaris.eval.report.invariants import check_invariants
+from solaris.eval.report.invariants import INVARIANTS, check_invariants
 from solaris.eval.report.plots import write_plots
 from solaris.eval.report.tables import sections, spans_line
 
@@ -19,7 +20,9 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 def write_html(report: ReplayReport, out_dir: Path) -> Path:
     """``report.html`` with its PNGs beside it (relative links: the folder moves as one, e.g. into MLflow),
-    plus ``report.json``."""
+    plus ``report.json``, which records the invariants checked and the ones broken."""
+    violations = check_invariants(report)
+    report = replace(report, invariants={"checked": list(INVARIANTS), "violated": violations})
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots(report, out_dir)
@@ -31,7 +34,7 @@ def write_html(report: ReplayReport, out_dir: Path) -> Path:
             spans=spans_line(report),
             sections=sections(report),
             plots=plots,
-            violations=check_invariants(report),
+            violations=violations,
         )
     )
     report.write_json(out_dir / "report.json")

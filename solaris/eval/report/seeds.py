@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from solaris.eval.figures import CUMULATIVE_TIERS, ReplayReport, SweepPoint
-from solaris.eval.report.invariants import NO_TRANSFER, fm_loses_to_base, span_means
+from solaris.eval.report.invariants import no_transfer_reason, span_means
 from solaris.eval.report.tables import DASH, PAPER_COVERAGE, PAPER_TRANSFER, TIER_LABELS, Section, grid, num, pct
 
 
@@ -91,8 +91,8 @@ def seeds_table(reports: Sequence[ReplayReport]) -> str:
     def cell(group: str, key: str, show: Callable[[float], str]) -> str:
         return spreads[group][key].text(show) if key in spreads[group] else DASH
 
-    undefined = ", ".join(str(r.seed) for r in reports if fm_loses_to_base(r))
-    note = f" (seed(s) {undefined}: {NO_TRANSFER}; transfer over the others)" if undefined else ""
+    undefined = "; ".join(f"seed {r.seed}: {reason}" for r in reports if (reason := no_transfer_reason(r)))
+    note = f" ({undefined}; transfer over the other seeds)" if undefined else ""
     models = Section(
         "Models on the evaluation span" + note,
         ("model", "NE", "transfer", "paper"),

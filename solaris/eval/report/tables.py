@@ -5,10 +5,11 @@ reuses. The paper's figures stand beside ours as a reference column, never as so
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from solaris.eval.figures import CUMULATIVE_TIERS, ReplayReport
-from solaris.eval.report.invariants import NO_TRANSFER, check_invariants, fm_loses_to_base, span_means
+from solaris.eval.figures import CUMULATIVE_TIERS, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.report.invariants import check_invariants, no_transfer_reason, span_means
 
 SPANS = ("logging", "eval")
 TIER_LABELS = {"pair": "pair", "agg": "+ user aggregate", "knn": "+ similar users"}
@@ -29,13 +30,27 @@ def sections(report: ReplayReport) -> list[Section]:
     return [_models(report), _per_hour(report), _embeddings(report), _sweep(report), _seconds(report)]
 
 
+# Every interval is a paired bootstrap over requests (eval.bootstrap): 95%, 1,000 resamples.
+SCORE_HEADER = ("NE", "95% CI", "gain vs base", "95% CI", "transfer", "95% CI")
+
+
+def score_cells(s: ModelScore | SweepPoint) -> tuple[str, ...]:
+    """NE, the NE gain over the base VM and the transfer ratio, each with its interval."""
+    return (
+        num(s.ne), interval(s.ne_ci95, num), num(s.ne_gain, "+.4f"), interval(s.ne_gain_ci95, lambda x: num(x, "+.4f")),
+        pct(s.transfer_ratio), interval(s.transfer_ratio_ci95, pct),
+    )  # fmt: skip
+
+
+def interval(ci: list[float] | None, cell: Callable[[float], str]) -> str:
+    return DASH if ci is None else f"[{cell(ci[0])}, {cell(ci[1])}]"
+
+
 def _models(report: ReplayReport) -> Section:
-    rows = [
-        (m.name, num(m.ne), num(m.log_loss), num(m.auc), pct(m.transfer_ratio), PAPER_TRANSFER.get(m.name, ""))
-        for m in report.models
-    ]
-    title = "Models on the evaluation span" + (f" ({NO_TRANSFER})" if fm_loses_to_base(report) else "")
-    return Section(title, ("model", "NE", "log loss", "AUC", "transfer", "paper"), rows)
+    rows = [(m.name, *score_cells(m), num(m.auc), PAPER_TRANSFER.get(m.name, "")) for m in report.models]
+    reason = no_transfer_reason(report)
+    title = "Models on the evaluation span" + (f" ({reason})" if reason else "")
+    return Section(title, ("model", *SCORE_HEADER, "AUC", "paper"), rows)
 
 
 def _per_hour(report: ReplayReport) -> Section:
@@ -59,15 +74,16 @@ def _sweep(report: ReplayReport) -> Section:
         (
             num(p.top_fraction, "g"),
             *(pct(p.coverage.get(t)) for t in CUMULATIVE_TIERS),
-            num(p.ne),
-            pct(p.transfer_ratio),
+            *score_cells(p),
             num(p.fm_calls_per_served_pair, ".3f"),
         )
         for p in sorted(report.sweep, key=lambda p: p.top_fraction)
     ]
     tiers = tuple(f"cov {TIER_LABELS[t]}" for t in CUMULATIVE_TIERS)
-    header = ("top_fraction", *tiers, "NE", "transfer", "FM calls/served pair")
-    return Section("top_fraction sweep (SOLARIS, all tiers)", header, rows)
+    header = ("top_fraction", *tiers, *SCORE_HEADER, "FM calls/served pair")
+    undefined = any(p.transfer_ratio is None for p in report.sweep)
+    note = "; no transfer ratio where the FM's gain on the swept hours is within its interval" if undefined else ""
+    return Section(f"top_fraction sweep (SOLARIS, all tiers{note})", header, rows)
 
 
 def _seconds(report: ReplayReport) -> Section:

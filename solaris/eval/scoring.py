@@ -1,0 +1,51 @@
+"""Every model of a replay scored on the same events, each figure with its paired 95% interval.
+
+The transfer ratio divides by the FM's NE gain over the base VM. Where that gain is smaller than its own
+interval's width the ratio says nothing (a noise-sized denominator turns 0.004 into 300%), so it is left
+undefined and the NE gain, with its interval, is what the report shows instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from solaris.eval.bootstrap import RESAMPLES, interval, request_sums, resampled_ne, transfer_samples
+from solaris.eval.figures import ModelScore
+from solaris.models import metrics
+
+FM, VM_BASE = "FM", "VM base"
+FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the precompute can embed
+
+
+def score_models(
+    labels: np.ndarray, requests: np.ndarray, probs: Mapping[str, np.ndarray], seed: int, resamples: int = RESAMPLES
+) -> list[ModelScore]:
+    """One :class:`ModelScore` per entry of ``probs`` (which holds the FM and the base VM), in its order."""
+    names = list(probs)
+    if FM not in names or VM_BASE not in names:
+        raise ValueError(f"scoring needs the {FM!r} and {VM_BASE!r} probabilities; got {', '.join(names)}")
+    summaries = {name: metrics.summary(labels, p) for name, p in probs.items()}
+    samples = resampled_ne(request_sums(requests, labels, probs), resamples, seed)
+    base, fm = names.index(VM_BASE), names.index(FM)
+    base_ne, fm_ne = summaries[VM_BASE]["ne"], summaries[FM]["ne"]
+    fm_gain_ci = interval(samples[:, base] - samples[:, fm])
+    resolved = base_ne - fm_ne > fm_gain_ci[1] - fm_gain_ci[0]
+    scores = []
+    for m, name in enumerate(names):
+        s = summaries[name]
+        transfer = transfer_ci = None
+        if name != FM and resolved:
+            transfer = metrics.transfer_ratio(base_ne, s["ne"], fm_ne)
+            transfer_ci = list(interval(transfer_samples(samples, base, m, fm)))
+        scores.append(
+            ModelScore(
+                name, s["ne"], s["log_loss"], s["auc"], transfer,
+                ne_ci95=list(interval(samples[:, m])),
+                ne_gain=base_ne - s["ne"],
+                ne_gain_ci95=list(interval(samples[:, base] - samples[:, m])),
+                transfer_ratio_ci95=transfer_ci,
+            )
+        )  # fmt: skip
+    return scores
