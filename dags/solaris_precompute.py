@@ -13,6 +13,11 @@ For the hour starting at the end of the run's data interval, using only data bef
 6. **write_pairs**, **aggregates**, **neighbours** fill the feature store's three tiers (TTL `ttl_hours`);
 7. **expire** sweeps expired rows; **finish** closes the run record and logs metrics to MLflow.
 
+A run triggered without a logical date (the REST API's default) precomputes the hour of its `run_after`.
+An hour with no requests before it has nothing to precompute: **candidates** is skipped, with the reason,
+and so is every step after it; the run record says `skipped`. When a task fails, **mark_failed** marks the
+run record failed and fails too, naming the failed task(s), so that the DAG run ends `failed`.
+
 The steps, their order, the tables each passes on (Parquet in a run-scoped staging folder; XCom carries
 only small metadata) and the sharded GPU step are declared once in `solaris.precompute.pipeline`; this file
 builds the tasks from that declaration and wires them. Re-running an hour rewrites the same rows.
@@ -26,6 +31,7 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, task
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from solaris.assets import VM_CHAMPION
 from solaris.precompute.params import FORM, airflow_param
@@ -45,13 +51,21 @@ def _run(resolved: dict[str, Any]) -> Any:
 
 
 def _step_task(step: Step) -> Callable[..., Any]:
-    """The task that calls ``nodes.<step.name>``; a per-shard step runs in the GPU pool and queue."""
+    """The task that calls ``nodes.<step.name>``; a per-shard step runs in the GPU pool and queue.
+
+    A step that finds nothing to precompute closes the run record as skipped and skips itself, which skips
+    every task after it.
+    """
 
     def run_step(resolved: dict[str, Any], shard: int | None = None) -> dict[str, Any]:
         from solaris.precompute import nodes
 
-        node = getattr(nodes, step.name)
-        return node(_run(resolved), _settings()) if shard is None else node(_run(resolved), _settings(), shard)
+        node, run, settings = getattr(nodes, step.name), _run(resolved), _settings()
+        try:
+            return node(run, settings) if shard is None else node(run, settings, shard)
+        except nodes.NothingToPrecompute as nothing:
+            nodes.skip(run, settings, datetime.now(UTC))
+            raise AirflowSkipException(str(nothing)) from nothing
 
     placement = {"pool": step.pool, "queue": step.pool} if step.pool else {}
     return task(task_id=step.name, **placement)(run_step)
@@ -70,10 +84,17 @@ def _step_task(step: Step) -> Callable[..., Any]:
 )
 def solaris_precompute() -> None:
     @task(inlets=[VM_CHAMPION])
-    def resolve(params: dict[str, Any] | None = None, data_interval_end: datetime | None = None) -> dict[str, Any]:
+    def resolve(
+        params: dict[str, Any] | None = None, data_interval_end: datetime | None = None, dag_run: Any = None
+    ) -> dict[str, Any]:
         from solaris.precompute import nodes
+        from solaris.precompute.spec import NoTargetHour, target_time
 
-        return nodes.resolve(_settings(), data_interval_end, params, datetime.now(UTC))
+        try:
+            at = target_time(data_interval_end, dag_run.run_after if dag_run else None)
+        except NoTargetHour as exc:
+            raise AirflowFailException(str(exc)) from exc
+        return nodes.resolve(_settings(), at, params, datetime.now(UTC))
 
     @task
     def shard_ids(resolved: dict[str, Any]) -> list[int]:
@@ -92,12 +113,15 @@ def solaris_precompute() -> None:
         return nodes.finish(_run(resolved), _settings(), resolved, outputs, datetime.now(UTC))
 
     @task(trigger_rule="one_failed", retries=0)
-    def mark_failed(resolved: dict[str, Any] | None) -> None:
+    def mark_failed(resolved: dict[str, Any] | None, ti: Any = None) -> None:
+        """Marks the run record failed, then fails: Airflow derives the run's state from this, its only leaf."""
         from solaris.precompute import nodes
 
-        if resolved is None:  # resolve itself failed: no run record was opened
-            return
-        nodes.fail(_run(resolved), _settings(), datetime.now(UTC))
+        if resolved is not None:  # else resolve itself failed: no run record was opened
+            nodes.fail(_run(resolved), _settings(), datetime.now(UTC))
+        states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id]).get(ti.run_id, {})
+        failed = sorted(name for name, state in states.items() if state == "failed")
+        raise AirflowFailException(f"the run failed at {', '.join(failed) or 'an upstream task'}")
 
     resolved = resolve()
     outputs: dict[str, Any] = {}

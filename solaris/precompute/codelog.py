@@ -3,19 +3,21 @@
 The store keeps a pair only for its TTL (a few hours), but the user aggregate averages a user's pair codes
 over 24 hours, and the hit rate asks which pairs an earlier run wrote; this log (the offline side of the
 feature store) answers both. One file per hour, written atomically and replaced by a rerun of that hour.
+The hourly run's ``expire`` step removes the hours older than the ``code_log_retention_hours`` parameter
+(:meth:`CodeLog.prune`), so the log holds a bounded number of hours.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from solaris.data.hourly import floor_hour, partition_dir, read_range, write_table_atomic
+from solaris.data.hourly import HOUR, as_utc, floor_hour, partition_dir, read_range, write_table_atomic
 from solaris.data.schema import TS
 
 FILE_NAME = "codes.parquet"
@@ -85,3 +87,42 @@ class CodeLog:
             codes=flat.astype(np.float32).reshape(table.num_rows, self.code_dim),
             created_at=pc.cast(table["ts"], pa.int64()).to_numpy().astype("datetime64[us]"),
         )
+
+    def prune(self, before: datetime) -> int:
+        """Delete the file of every hour that ends by ``before``; returns how many hour files were removed.
+
+        Each file is unlinked whole: a reader that opened it before keeps reading it, one that comes later
+        finds no file for that hour (an empty hour), never half of one. Readers ask only for hours within the
+        retention, so none of them wants a removed hour. Emptied ``hour=``/``dt=`` folders go too. A rerun
+        finds nothing left to remove and returns 0.
+        """
+        before = as_utc(before)
+        removed = 0
+        for day in sorted(self.path.glob("dt=*")):
+            for hour_dir in sorted(day.glob("hour=*")):
+                hour = _hour_of(day.name, hour_dir.name)
+                if hour is None or hour + HOUR > before:
+                    continue
+                try:
+                    (hour_dir / FILE_NAME).unlink()
+                    removed += 1
+                except FileNotFoundError:  # an empty folder left behind, or a concurrent prune got there first
+                    pass
+                _remove_if_empty(hour_dir)
+            _remove_if_empty(day)
+        return removed
+
+
+def _hour_of(day: str, hour: str) -> datetime | None:
+    """The hour a ``dt=YYYY-MM-DD``/``hour=HH`` folder pair names; None for a folder this log did not write."""
+    try:
+        return datetime.strptime(f"{day[3:]} {hour[5:]}", "%Y-%m-%d %H").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty (a stray file, a writer's temporary file) or already gone: leave it
+        pass

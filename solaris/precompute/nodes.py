@@ -44,6 +44,14 @@ from solaris.store import FeatureStore, open_configured_store
 Meta = dict[str, Any]
 
 
+class NothingToPrecompute(Exception):
+    """The hour has no input to guess candidates from (before the log starts, after it ends, an outage).
+
+    Not a failure, and not a success with every count 0: the caller closes the run record as skipped
+    (:func:`skip`) and reports the reason, this exception's message.
+    """
+
+
 # -- where a run keeps its files ------------------------------------------------------------------------
 
 
@@ -147,9 +155,16 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
         start, end = run.interval_start, run.interval_end
         own = code_log(settings, run).read(start, end)
         fresh = earlier_fresh(store, run.embedding_version, own.user_ids, own.item_ids)
-        found = generate_candidates(log, start, end, CandidateConfig())
+        config = CandidateConfig()
+        found = generate_candidates(log, start, end, config)
         requeued = requeue_misses(log, start, fresh)
         pool = add_requeued(found, requeued)
+        if pool.empty:  # both read only the lookback's requests (the re-queue its last hour): there were none
+            lookback = config.lookback / timedelta(hours=1)
+            raise NothingToPrecompute(
+                f"nothing to precompute for {start:%Y-%m-%d %H}:00 UTC: the event log has no requests in the "
+                f"{lookback:g} h before it"
+            )
         kept = drop_still_fresh(pool, fresh, end - INSTANT)
         staged = step_staging(settings, run, "candidates").write(POOL, kept)
         meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
@@ -290,9 +305,12 @@ def _rewritten_rows(previous: NeighbourTable, built: NeighbourTable) -> np.ndarr
 
 
 def expire(run: HourRun, settings: Settings) -> Meta:
-    """Delete what expired by the hour's start (reads already ignore it; this reclaims the space)."""
+    """Delete what expired by the hour's start (reads already ignore it; this reclaims the space), and the
+    code log's hours older than its retention (``expired_code_log_hours``: how many hour files went)."""
     with timed({}) as meta, open_configured_store(settings) as store:
         meta |= {f"expired_{k}": v for k, v in store.expire(run.interval_start).items()}
+        kept_from = run.interval_start - timedelta(hours=run.params.code_log_retention_hours)
+        meta["expired_code_log_hours"] = code_log(settings, run).prune(kept_from)
     return meta
 
 
@@ -326,6 +344,13 @@ def finish(
     _log_to_mlflow(run, settings, counts, timings, figures)
     staging(settings, run).cleanup()
     return {"run_key": run.run_key, "counts": counts, "timings": timings, "quality": figures}
+
+
+def skip(run: HourRun, settings: Settings, finished_at: datetime) -> None:
+    """Close the run record as skipped, with no counts: :class:`NothingToPrecompute` stopped it before any
+    staging or store write."""
+    with open_configured_store(settings) as store:
+        store.finish_run(run.run_key, "skipped", {}, {}, finished_at)
 
 
 def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:

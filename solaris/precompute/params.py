@@ -68,10 +68,20 @@ class PrecomputeParams:
     knn_rebuild_hours: int = knob(24, "hours between full rebuilds of the KNN table", minimum=1)
     # Impressions read for the FM's history and exposure counts (its longest count window is 72 h).
     history_hours: int = knob(168, "hours of impressions the FM reads as history", minimum=1)
+    # The code log's readers look back at most ``window_hours`` (the user aggregates), ``ttl_hours`` (the
+    # replay's staleness) and 1 h (hit rate); ``expire`` deletes the hours older than this, so it must cover
+    # them all (checked below). 48 covers the defaults and the largest ``ttl_hours`` the form accepts.
+    code_log_retention_hours: int = knob(48, "hours of the pair-code log kept for its readers", minimum=1)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             f.metadata["knob"].check(f.name, f.type, getattr(self, f.name))
+        for reader in ("window_hours", "ttl_hours"):
+            if self.code_log_retention_hours < getattr(self, reader):
+                raise ValueError(
+                    f"code_log_retention_hours must be at least {reader} ({getattr(self, reader)}): the code log's "
+                    f"readers look back that far, got {self.code_log_retention_hours}"
+                )
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> PrecomputeParams:

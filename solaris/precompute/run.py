@@ -30,7 +30,8 @@ def run_hour(
     *,
     clock: Clock = wall_clock,
 ) -> dict[str, Any]:
-    """Precompute for ``[floor_hour(data_interval_end), +1 h)``; returns what the DAG's last task returns."""
+    """Precompute for ``[floor_hour(data_interval_end), +1 h)``; returns what the DAG's last task returns, or
+    for an hour with nothing to precompute the reason, under ``skipped``, and no counts."""
     return run_resolved(settings, nodes.resolve(settings, data_interval_end, params, clock()), clock=clock)
 
 
@@ -38,6 +39,7 @@ def run_resolved(settings: Settings, resolved: dict[str, Any], *, clock: Clock =
     """Every declared step after ``resolve``, in declaration order, with the versions it pinned.
 
     A failure marks the run record failed and re-raises; the staging stays, as it does for an Airflow retry.
+    A step that finds nothing to precompute ends the run, its record skipped, as the DAG skips the steps after it.
     """
     run = nodes.hour_run(resolved)
     try:
@@ -49,6 +51,9 @@ def run_resolved(settings: Settings, resolved: dict[str, Any], *, clock: Clock =
             else:
                 outputs[step.name] = node(run, settings)
         return nodes.finish(run, settings, resolved, outputs, clock())
+    except nodes.NothingToPrecompute as nothing:
+        nodes.skip(run, settings, clock())
+        return {"run_key": run.run_key, "skipped": str(nothing), "counts": {}, "timings": {}, "quality": {}}
     except Exception:
         nodes.fail(run, settings, clock())
         raise

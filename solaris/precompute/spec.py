@@ -2,8 +2,9 @@
 
 A run for a data interval ending at ``E`` precomputes for ``[floor_hour(E), +1 h)`` from data strictly before
 ``floor_hour(E)``. The end is used, not the start, because Airflow 3's cron schedules and manual runs give
-``data_interval_start == data_interval_end``. The run key depends on the target hour alone, so a retry or a
-cleared rerun of the same hour writes the same store rows and the same staging paths.
+``data_interval_start == data_interval_end``. A run with no logical date (the REST API's default) has no data
+interval: it is for the hour of its ``run_after``, when it was asked to run. The run key depends on the target
+hour alone, so a retry or a cleared rerun of the same hour writes the same store rows and the same staging paths.
 
 Everything here is plain JSON-able data: the DAG passes it between tasks through XCom.
 """
@@ -51,6 +52,23 @@ class HourRun:
         data["interval_end"] = datetime.fromisoformat(data["interval_end"])
         data["params"] = PrecomputeParams.from_mapping(data["params"])
         return cls(**data)
+
+
+class NoTargetHour(ValueError):
+    """Nothing says which hour a run is for; retrying cannot change that."""
+
+
+def target_time(data_interval_end: datetime | None, run_after: datetime | None) -> datetime:
+    """The time whose hour a run precomputes: its data interval's end, else its ``run_after``.
+
+    Airflow 3 runs triggered without a logical date have no data interval; falling back on ``run_after``
+    makes such a run precompute the hour it runs in, as a manual run at that logical date would.
+    """
+    if data_interval_end is not None:
+        return data_interval_end
+    if run_after is not None:
+        return run_after
+    raise NoTargetHour("the run has neither a data interval nor a run_after: no hour to precompute for")
 
 
 def target_interval(data_interval_end: datetime) -> tuple[datetime, datetime]:

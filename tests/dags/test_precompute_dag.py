@@ -13,11 +13,13 @@ import sqlalchemy as sa
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
+from solaris.precompute import nodes
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.pipeline import PRECOMPUTE
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
+from solaris.store.base import RunRecord
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 
@@ -49,6 +51,11 @@ def _task_tries(dag_run: Any) -> dict[str, tuple[str, int]]:
 
     with create_session() as session:
         return {ti.task_id: (str(ti.state), ti.try_number) for ti in dag_run.get_task_instances(session=session)}
+
+
+def _record(settings: Settings, hour: datetime) -> RunRecord | None:
+    with open_store(settings.store_url) as store:
+        return store.get_run(run_key(hour))
 
 
 def test_precompute_dag_runs_end_to_end(dagbag: Any, dag_settings: Settings) -> None:
@@ -125,3 +132,58 @@ def test_a_failed_pair_write_is_invisible_and_its_retry_completes(
         record = store.get_run(run_key(first + timedelta(hours=1)))
     assert record is not None and record.status == "succeeded" and record.counts["pairs_written"] > 0
     assert store_checksum(settings.store_url)["pair_embeddings"][0] > previous["pair_embeddings"][0]
+
+
+@pytest.mark.parametrize("dag_settings", ["sqlite"], indirect=True)
+def test_a_failed_step_fails_the_dag_run_as_well_as_its_record(
+    dagbag: Any, dag_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Airflow derives a run's state from its leaves: ``mark_failed``, the only one, must end failed too."""
+
+    def broken(run: Any, settings: Settings) -> None:
+        raise RuntimeError("injected failure in candidates")
+
+    monkeypatch.setattr(nodes, "candidates", broken)
+    dag = dagbag.dags["solaris_precompute"]
+    monkeypatch.setattr(dag.task_dict["candidates"], "retries", 0)
+    logical = EventLog(dag_settings.world_dir()).start + HOUR
+
+    dag_run = dag.test(logical_date=logical, run_conf=CONF)
+
+    tries = _task_tries(dag_run)
+    assert dag_run.state == "failed", tries
+    assert tries["candidates"][0] == tries["mark_failed"][0] == "failed" and tries["finish"][0] == "upstream_failed"
+    record = _record(dag_settings, logical)
+    assert record is not None and record.status == "failed"
+
+
+@pytest.mark.parametrize("dag_settings", ["sqlite"], indirect=True)
+def test_a_run_without_a_logical_date_precomputes_the_hour_it_runs_after(dagbag: Any, dag_settings: Settings) -> None:
+    """What the REST API's default trigger (``logical_date: null``) creates: a run with no data interval."""
+    run_after = EventLog(dag_settings.world_dir()).start + HOUR + timedelta(minutes=20)
+
+    dag_run = dagbag.dags["solaris_precompute"].test(logical_date=None, run_after=run_after, run_conf=CONF)
+
+    assert dag_run.state == "success", _task_tries(dag_run)
+    assert dag_run.logical_date is None and dag_run.data_interval_end is None
+    record = _record(dag_settings, run_after)
+    assert record is not None and record.status == "succeeded"
+    assert record.interval_start == run_after.replace(minute=0)
+
+
+def test_an_hour_without_events_skips_every_step_after_candidates(dagbag: Any, dag_settings: Settings) -> None:
+    """Nothing before the hour to guess candidates from: the run says so instead of succeeding with zeros.
+
+    Airflow has no "skipped" state for a DAG run, so the run is a success whose writing tasks are skipped.
+    """
+    hour = EventLog(dag_settings.world_dir()).end.replace(minute=0) + timedelta(hours=48)
+
+    dag_run = dagbag.dags["solaris_precompute"].test(logical_date=hour, run_conf=CONF)
+
+    tries = _task_tries(dag_run)
+    assert dag_run.state == "success", tries
+    assert tries["coverage"][0] == "success" and tries["candidates"][0] == "skipped"
+    after = set(PRECOMPUTE.names) - {"coverage", "candidates"} | {"finish", "mark_failed"}
+    assert {name: tries[name][0] for name in after} == dict.fromkeys(after, "skipped")
+    record = _record(dag_settings, hour)
+    assert record is not None and record.status == "skipped" and record.counts == {}

@@ -114,3 +114,16 @@ def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
     assert (record.fm_version, record.ae_version, record.vm_version) == (pinned.fm, pinned.ae, pinned.vm)
     assert written == dict.fromkeys(written, {pinned.embedding_version})
     assert done["counts"]["pairs_written"] > 0
+
+
+def test_an_hour_with_no_events_before_it_is_skipped_and_says_why(run_settings: Settings) -> None:
+    """Two days after the log ends the candidates' lookback is empty: nothing to precompute, and no success."""
+    hour = EventLog(run_settings.world_dir()).end.replace(minute=0) + timedelta(hours=48)
+
+    done = run_hour(run_settings, hour, PARAMS, clock=fixed_clock)
+
+    assert "no requests in the 24 h before" in done["skipped"] and done["counts"] == {}
+    with open_store(run_settings.store_url) as store:
+        record = store.get_run(done["run_key"])
+    assert record is not None and record.status == "skipped" and record.counts == {}
+    assert store_checksum(run_settings.store_url)["pair_embeddings"][0] == 0

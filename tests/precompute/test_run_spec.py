@@ -13,7 +13,7 @@ from solaris.enrichment.knn import build_neighbours
 from solaris.precompute import knn_state
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
+from solaris.precompute.spec import HourRun, NoTargetHour, run_key, shard_of, target_interval, target_time
 
 T = datetime(2026, 3, 1, 7, tzinfo=UTC)
 
@@ -25,6 +25,15 @@ def test_target_hour_follows_the_interval_end_as_plain_utc() -> None:
     assert run_key(start + timedelta(minutes=30)) == run_key(start) == "solaris_precompute__2026-03-01T06"
     with pytest.raises(ValueError, match="no timezone"):
         target_interval(datetime(2026, 3, 1, 7))
+
+
+def test_a_run_without_a_data_interval_is_for_the_hour_it_runs_after() -> None:
+    """Airflow 3's REST API triggers without a logical date by default: no data interval, only ``run_after``."""
+    asked = pendulum.datetime(2026, 3, 1, 9, 20, tz="UTC")
+    assert target_interval(target_time(None, asked)) == (T + timedelta(hours=2), T + timedelta(hours=3))
+    assert target_time(T, asked) == T  # a data interval, when there is one, decides
+    with pytest.raises(NoTargetHour, match="neither a data interval nor a run_after"):
+        target_time(None, None)
 
 
 def test_params_refuse_unknown_and_out_of_range_values_by_name() -> None:
