@@ -19,11 +19,16 @@ SPARK_WIDTH, SPARK_HEIGHT = 240, 48
 
 
 def report_json(report: HealthReport) -> dict[str, Any]:
-    """Plain JSON types only; times as ISO 8601 strings, ``null`` where there is none."""
+    """Plain JSON types only; times as ISO 8601 strings, ``null`` where there is none.
+
+    ``ok`` is false when a source could not be read (``problems``) or the latest run failed or is stale
+    (``alerts``). A run's ``status`` is the store's record; ``stale`` says a ``running`` one is dead.
+    """
     return {
         "at": _iso(report.at),
-        "ok": not report.problems,
+        "ok": report.ok,
         "problems": [asdict(p) for p in report.problems],
+        "alerts": [asdict(a) for a in report.alerts],
         "champion": asdict(report.champion) if report.champion else None,
         "champion_note": report.champion_note,
         "versions": [_version(v) for v in report.versions],
@@ -81,6 +86,7 @@ def _run(run: RunHealth) -> dict[str, Any]:
         "interval_start": _iso(r.interval_start),
         "interval_end": _iso(r.interval_end),
         "status": r.status,
+        "stale": run.stale,
         "fm_version": r.fm_version,
         "ae_version": r.ae_version,
         "vm_version": r.vm_version,

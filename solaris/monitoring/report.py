@@ -4,6 +4,11 @@ Built from what the store and MLflow hold at a time ``t`` that the caller passes
 size and freshness of each table, the last precompute runs with the quality figures they logged to MLflow,
 coverage by tier over the last hours, and the champion chain. Each source is read on its own, so an
 unreachable store or MLflow server becomes a :class:`Problem` on the report, never an exception.
+
+A report whose sources all answered can still be not ``ok``: an :class:`Alert` says so when the latest
+precompute run failed, or is *stale*, recorded ``running`` for longer than :data:`STALE_AFTER` before ``t``
+(its process is gone: the stack was stopped mid-run, and nothing will ever finish the record).
+A ``skipped`` run (an hour with nothing to precompute) is no failure.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from mlflow import MlflowClient
@@ -25,6 +30,11 @@ log = logging.getLogger(__name__)
 
 STORE, MLFLOW = "feature store", "MLflow"
 HOUR = timedelta(hours=1)
+# Far longer than a run can take: runs are hourly, one at a time (max_active_runs=1), and take minutes, so
+# one still going after three hours has stalled the schedule anyway. A "running" record older than this is
+# taken as dead (its process ended without closing it: the stack was stopped mid-run).
+STALE_AFTER = timedelta(hours=3)
+FAILED, STALE = "failed", "stale"
 T = TypeVar("T")
 
 
@@ -37,6 +47,15 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class Alert:
+    """Why a report whose sources all answered is not ok: the latest run ``run_id`` is ``failed`` or ``stale``."""
+
+    run_id: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
 class VersionHealth:
     version: str
     champion: bool
@@ -45,10 +64,14 @@ class VersionHealth:
 
 @dataclass(frozen=True)
 class RunHealth:
-    """A run record and the quality figures its run logged to MLflow (empty until it finished)."""
+    """A run record and the quality figures its run logged to MLflow (empty until it finished).
+
+    ``stale``: recorded ``running``, but started longer than the report's ``stale_after`` before its ``t``.
+    """
 
     record: RunRecord
     figures: dict[str, float]
+    stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,12 @@ class HealthReport:
     runs: list[RunHealth]
     coverage: list[CoveragePoint]
     problems: list[Problem] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every source answered, and the latest run neither failed nor is stale."""
+        return not self.problems and not self.alerts
 
     @classmethod
     def unavailable(cls, t: datetime, why: Problem) -> HealthReport:
@@ -76,11 +105,18 @@ class HealthReport:
 
 
 def build_report(
-    store: FeatureStore, client: MlflowClient | None, t: datetime, *, n_runs: int = 24, hours: int = 24
+    store: FeatureStore,
+    client: MlflowClient | None,
+    t: datetime,
+    *,
+    n_runs: int = 24,
+    hours: int = 24,
+    stale_after: timedelta = STALE_AFTER,
 ) -> HealthReport:
     """The report at ``t``: the ``n_runs`` latest runs, coverage of the ``hours`` hours before ``t``.
 
     ``client=None`` skips MLflow (the caller found it unreachable and says so itself): no champion, no figures.
+    A run recorded ``running`` since more than ``stale_after`` before ``t`` is shown stale.
     """
     if n_runs < 1 or hours < 1:
         raise ValueError(f"n_runs={n_runs}, hours={hours}: both must be at least 1")
@@ -92,11 +128,46 @@ def build_report(
     figures = {}
     if client is not None and records:
         figures = _guard(problems, MLFLOW, lambda: run_figures(client, [r.run_id for r in records]), {})
-    runs = [RunHealth(r, figures.get(r.run_id, {})) for r in records]
+    runs = [RunHealth(r, figures.get(r.run_id, {}), is_stale(r, t, stale_after)) for r in records]
     names = _versions(champion, records)
     stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {})
     versions = [VersionHealth(v, champion is not None and v == champion.embedding_version, stats[v]) for v in stats]
-    return HealthReport(t, champion, note, versions, runs, coverage_by_hour(runs, t, hours), problems)
+    coverage = coverage_by_hour(runs, t, hours)
+    return HealthReport(t, champion, note, versions, runs, coverage, problems, run_alerts(runs, t, stale_after))
+
+
+def is_stale(record: RunRecord, t: datetime, stale_after: timedelta) -> bool:
+    """Recorded ``running`` since more than ``stale_after`` before ``t``: no live run takes that long."""
+    return record.status == "running" and t - record.started_at > stale_after
+
+
+def run_alerts(runs: Sequence[RunHealth], t: datetime, stale_after: timedelta) -> list[Alert]:
+    """What is wrong with the latest of ``runs`` (newest first), if anything.
+
+    Only the latest run decides: a later run that succeeded (or found nothing to do) shows the pipeline works
+    again, and older failed or stale runs stay visible in the list. A run still running is fine until stale.
+    """
+    if not runs:
+        return []
+    latest = runs[0]
+    r = latest.record
+    if r.status == FAILED:
+        ended = f", finished {_when(r.finished_at)}" if r.finished_at else ""
+        message = f"the latest precompute run {r.run_id} failed (hour {_when(r.interval_start)}{ended})"
+        return [Alert(r.run_id, FAILED, message)]
+    if latest.stale:
+        hours = (t - r.started_at) / HOUR
+        message = (
+            f"the latest precompute run {r.run_id} is still recorded running since {_when(r.started_at)}, "
+            f"{hours:.1f} h before this report, longer than any run takes ({stale_after / HOUR:g} h): its process "
+            "is gone (was the stack stopped mid-run?); rerun or clear that hour"
+        )
+        return [Alert(r.run_id, STALE, message)]
+    return []
+
+
+def _when(t: datetime) -> str:
+    return f"{t.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def run_figures(client: MlflowClient, run_keys: Sequence[str]) -> dict[str, dict[str, float]]:

@@ -16,7 +16,7 @@ from mlflow import MlflowClient
 
 from solaris.config import Settings
 from solaris.precompute.summary import EXPERIMENT
-from solaris.store import FeatureStore
+from solaris.store import FeatureStore, open_store
 from solaris.tracking import registry
 from solaris.embedding_version import embedding_version
 
@@ -83,6 +83,18 @@ def write_store(store: FeatureStore) -> tuple[str, str]:
         timings = {"resolve": 0.5, "embed": hour / 10} if status == "succeeded" else {}
         store.finish_run(key, status, counts, timings, finished_at=start + HOUR + timedelta(minutes=3))
     return current, older
+
+
+def add_run(settings: Settings, hour: int, status: str, started_at: datetime) -> str:
+    """One more run record, of the champion version for ``hour``, started at ``started_at``; left ``running``
+    or finished three minutes later with ``status``. Returns its run key."""
+    key, start = run_key(hour), T.replace(hour=hour)
+    version = embedding_version(CHAMPION_FM, CHAMPION_AE, DIM)
+    with open_store(settings.store_url) as store:
+        store.start_run(key, start, start + HOUR, CHAMPION_FM, CHAMPION_AE, "7", version, started_at=started_at)
+        if status != "running":
+            store.finish_run(key, status, {}, {}, finished_at=started_at + timedelta(minutes=3))
+    return key
 
 
 def closed_port() -> int:

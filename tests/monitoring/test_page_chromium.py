@@ -116,8 +116,9 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
 ) -> None:
     emb = register_champion(registry.connect(health_world.settings))
 
-    _, page = _dump_dom(chromium, serve(health_world.settings), tmp_path / "profile")
+    text, page = _dump_dom(chromium, serve(health_world.settings), tmp_path / "profile")
 
+    assert f"precompute run failed:</strong> the latest precompute run {run_key(11)} failed" in text
     champion = {name: version for name, version in page.cells(table={"id": "champion"})}
     assert champion["embedding version"] == emb and champion["VM (solaris-vm)"] == "1"
     [pairs] = page.cells(table={"data-version": emb}, row={"data-table": "pair_embeddings"})
