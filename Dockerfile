@@ -3,8 +3,8 @@
 #
 # torch goes first from the index TORCH_INDEX_URL names (the CPU wheels by default; the gpu worker builds
 # with a CUDA index), so the project's install below finds it satisfied and never pulls a CUDA build.
-# The install is editable on purpose: the package reads sql/, dags/ and mlflow/server.toml from the
-# checkout it lives in (/opt/solaris), exactly as in development.
+# The install is editable on purpose: the package reads dags/ and mlflow/server.toml from the checkout it
+# lives in (/opt/solaris), exactly as in development (the store's SQL is package data, under solaris/).
 FROM python:3.11-slim
 
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
@@ -27,7 +27,6 @@ RUN mkdir solaris && touch solaris/__init__.py \
  && pip install -c constraints.txt -e ".[celery]"
 
 COPY solaris ./solaris
-COPY sql ./sql
 COPY dags ./dags
 COPY plugins ./plugins
 COPY mlflow/server.toml ./mlflow/server.toml

@@ -1,22 +1,31 @@
-"""Loads the SQL the store runs from ``sql/<dialect>/<name>.sql``, so the files are the only copy of it."""
+"""Loads the SQL the store runs from ``solaris/store/sql/<dialect>/<name>.sql``, so the files are the only copy of it.
+
+The files are package data (``pyproject.toml``): they are read through :mod:`importlib.resources`, so an
+installed wheel finds them as a checkout does, wherever the package lives.
+"""
 
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 DIALECTS = ("sqlite", "postgresql")
+
+
+def sql_files(dialect: str) -> Traversable:
+    """The folder of ``dialect``'s SQL files inside the installed package."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"no SQL for dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    return files("solaris.store") / "sql" / dialect
 
 
 @cache
 def load_sql(dialect: str, name: str) -> str:
-    if dialect not in DIALECTS:
-        raise ValueError(f"no SQL for dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
-    path = SQL_DIR / dialect / f"{name}.sql"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: the store needs this SQL file")
-    return path.read_text()
+    resource = sql_files(dialect) / f"{name}.sql"
+    if not resource.is_file():
+        raise FileNotFoundError(f"{resource}: the store needs this SQL file (package data of solaris.store)")
+    return resource.read_text(encoding="utf-8")
 
 
 def statements(dialect: str, name: str) -> list[str]:

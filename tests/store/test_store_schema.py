@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from solaris.store.sql_store import EXPIRING_TABLES
-from solaris.store.sqlfiles import SQL_DIR, statements
+from solaris.store.sqlfiles import DIALECTS, sql_files, statements
 from solaris.store.tables import build_metadata
 
 
@@ -72,9 +72,12 @@ def test_postgresql_ddl_matches_metadata(pg_url: str) -> None:
 
 
 def test_no_sql_file_is_dead() -> None:
-    """Every file under sql/<dialect>/ is named by the store's code (a missing one fails the other tests)."""
+    """Every file under solaris/store/sql/<dialect>/ is named by the store's code (a missing one fails the
+    other tests)."""
     code = "\n".join(p.read_text() for p in (Path(__file__).parents[2] / "solaris" / "store").glob("*.py"))
     named = set(re.findall(r'"(\w+)"', code)) | {f"expire_{t}" for t in EXPIRING_TABLES}
-    for dialect in ("sqlite", "postgresql"):
-        unused = sorted(p.stem for p in (SQL_DIR / dialect).glob("*.sql") if p.stem not in named)
+    for dialect in DIALECTS:
+        stems = [r.name.removesuffix(".sql") for r in sql_files(dialect).iterdir() if r.name.endswith(".sql")]
+        assert stems, f"{dialect}: no SQL files found"
+        unused = sorted(s for s in stems if s not in named)
         assert not unused, f"{dialect}: SQL files no code runs: {unused}"
