@@ -57,6 +57,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--item-feature", action="append", default=[], help="categorical item column (repeatable)")
     imp.add_argument("--on-duplicate", choices=("drop", "error"), default="drop", help="an item twice in one request (one user-hour without --request-id)")
     imp.add_argument(
+        "--session-gap-minutes", type=float, metavar="N",
+        help="without --request-id: a gap of more than N minutes between a user's consecutive events starts a "
+        "new request (still within one hour), so an item shown again after a pause is kept, not a duplicate "
+        "(default: no sessions, one request per user-hour)",
+    )  # fmt: skip
+    imp.add_argument(
         "--time-scale", type=float, default=1.0, metavar="FACTOR",
         help="compress time: each hour of the log holds FACTOR hours of the source (e.g. 24 for MovieLens)",
     )  # fmt: skip
@@ -121,7 +127,8 @@ def import_log(args: argparse.Namespace) -> int:
             log = _import_file(args, settings.world_dir(args.name))
     for warning in caught:
         print(f"solaris: warning: {warning.message}", file=sys.stderr)
-    print(json.dumps(log.summary(), indent=2))
+    # What became of the source's rows (read, kept, dropped as duplicates), next to the log's counts.
+    print(json.dumps(log.summary() | {k: log.meta[k] for k in ("rows",) if k in log.meta}, indent=2))
     return 0
 
 
@@ -131,6 +138,8 @@ def _import_movielens(args: argparse.Namespace, settings: Settings) -> EventLog:
     mapped = [f"--{flag.replace('_', '-')}" for flag in MAPPING_FLAGS if getattr(args, flag) not in (None, [])]
     if mapped:
         raise ValueError(f"{MOVIELENS} has a fixed column mapping; drop {', '.join(mapped)}")
+    if args.session_gap_minutes is not None:
+        raise ValueError(f"{MOVIELENS} has fixed requests (user-hours); drop --session-gap-minutes")
     return import_movielens_100k(
         settings.world_dir(args.name),
         cache_dir=settings.data_dir / "cache" / "wheels",
@@ -169,6 +178,7 @@ def _import_file(args: argparse.Namespace, target: Path) -> EventLog:
         name=args.name,
         on_duplicate=args.on_duplicate,
         time_scale=args.time_scale,
+        session_gap_minutes=args.session_gap_minutes,
         overwrite=args.overwrite,
     )
 

@@ -34,12 +34,26 @@ from solaris.data.sources import (
 FORMATS = ("csv", "parquet")
 ON_DUPLICATE = ("drop", "error")
 HOUR_US = 3_600_000_000
+MINUTE_US = 60_000_000
 MAX_POSITION = np.iinfo(np.int16).max
 _SHOWN_DUPLICATES = 3
 
 
 class DuplicateRowsWarning(UserWarning):
     """Rows showing an item again in the same request were dropped."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What became of the source's rows: ``read`` = ``kept`` + ``dropped`` (duplicates in one request)."""
+
+    read: int
+    kept: int
+    dropped: int
+    dropped_clicks: int
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -86,12 +100,14 @@ class Events:
     click: np.ndarray
     conversion: np.ndarray
     request: np.ndarray | None
+    session: np.ndarray | None = None  # without request ids: the user's session (see :func:`sessions`)
 
     def take(self, keep: np.ndarray) -> Events:
         request = None if self.request is None else self.request[keep]
+        session = None if self.session is None else self.session[keep]
         return Events(
             self.position[keep], self.user[keep], self.item[keep], self.ts[keep],
-            self.click[keep], self.conversion[keep], request,
+            self.click[keep], self.conversion[keep], request, session,
         )  # fmt: skip
 
 
@@ -128,19 +144,51 @@ def compress_time(events: Events, time_scale: float) -> Events:
         return events
     first = int(events.ts.min())
     ts = first + np.floor((events.ts - first) / time_scale).astype("int64")
-    return Events(events.position, events.user, events.item, ts, events.click, events.conversion, events.request)
+    return Events(
+        events.position, events.user, events.item, ts, events.click, events.conversion, events.request, events.session
+    )
+
+
+def sessions(events: Events, gap_minutes: float) -> Events:
+    """Number each user's sessions: a gap of more than ``gap_minutes`` between two consecutive events of a
+    user (in time order, file order breaking ties) starts the next one.
+
+    Only for logs without request ids, where a request is otherwise a whole user-hour: with sessions, an item
+    shown again after a pause is a new request's impression rather than a duplicate. Call it on the source's
+    times, before :func:`compress_time`, so the gap is measured in the source's minutes.
+    """
+    if events.request is not None:
+        raise LogImportError("a session gap (--session-gap-minutes) applies only to logs without --request-id")
+    if isinstance(gap_minutes, bool) or not (isinstance(gap_minutes, int | float) and np.isfinite(gap_minutes)):
+        raise LogImportError(f"session_gap_minutes={gap_minutes!r}: must be a number of minutes > 0")
+    if gap_minutes <= 0:
+        raise LogImportError(f"session_gap_minutes={gap_minutes!r}: must be a number of minutes > 0")
+    order = np.lexsort((events.position, events.ts, events.user))
+    user, ts = events.user[order], events.ts[order]
+    starts = np.ones(len(order), bool)
+    starts[1:] = (user[1:] != user[:-1]) | (np.diff(ts) > gap_minutes * MINUTE_US)
+    session = np.empty(len(order), "int64")
+    session[order] = np.cumsum(starts) - 1
+    return Events(
+        events.position, events.user, events.item, events.ts, events.click, events.conversion, events.request, session
+    )
 
 
 def request_groups(events: Events) -> tuple[np.ndarray, ...]:
-    """What makes a request: the source's request ids, else one request per user per hour."""
-    return (events.ts // HOUR_US, events.user) if events.request is None else (events.request,)
+    """What makes a request: the source's request ids, else one request per user per hour, split further at
+    the user's session breaks when there are sessions (so a request never leaves its hour partition)."""
+    if events.request is not None:
+        return (events.request,)
+    hour = events.ts // HOUR_US
+    return (hour, events.user) if events.session is None else (hour, events.user, events.session)
 
 
 def handle_duplicates(source: Source, events: Events, on_duplicate: str) -> tuple[Events, int]:
     """Keep the first of rows showing one item twice in one request; report them, then drop or refuse.
 
     Downstream an impression is known by (request, item), so a repeat would be ambiguous: without request ids
-    that is the same user and item within one hour (of the compressed time, when time is compressed).
+    that is the same user and item within one hour (of the compressed time, when time is compressed), and
+    within one session too when there are sessions (:func:`sessions`).
     """
     if on_duplicate not in ON_DUPLICATE:
         raise LogImportError(f"on_duplicate={on_duplicate!r}: choose one of {', '.join(ON_DUPLICATE)}")
@@ -155,6 +203,11 @@ def handle_duplicates(source: Source, events: Events, on_duplicate: str) -> tupl
         earlier = int(events.position[np.argmax(same)])
         shown.append(f"{source.where(int(events.position[p]))} repeats {source.where(earlier)}")
     message = f"{source.name}: {count} duplicate row(s) (the same item twice in one request): {'; '.join(shown)}"
+    if events.request is None and events.session is None:
+        message += (
+            " (without --request-id a request is a whole user-hour; --session-gap-minutes N makes a repeat after "
+            "a pause of more than N minutes a new request)"
+        )
     if on_duplicate == "error":
         raise LogImportError(message + "; pass --on-duplicate drop to keep the first of each")
     warnings.warn(message + "; dropped, keeping the first of each", DuplicateRowsWarning, stacklevel=2)
@@ -282,11 +335,20 @@ def import_source(
     name: str | None = None,
     on_duplicate: str = "drop",
     time_scale: float = 1.0,
+    session_gap_minutes: float | None = None,
     overwrite: bool = False,
 ) -> EventLog:
-    """Validate ``source`` completely, then write the log to ``target`` in one atomic step."""
-    events = compress_time(parse_events(source, mapping), time_scale)
-    events, dropped = handle_duplicates(source, events, on_duplicate)
+    """Validate ``source`` completely, then write the log to ``target`` in one atomic step.
+
+    ``session_gap_minutes`` (logs without request ids only): see :func:`sessions`; None keeps one request per
+    user-hour.
+    """
+    parsed = parse_events(source, mapping)
+    if session_gap_minutes is not None:
+        parsed = sessions(parsed, session_gap_minutes)
+    events, dropped = handle_duplicates(source, compress_time(parsed, time_scale), on_duplicate)
+    clicks = int(parsed.click.sum(dtype="int64"))
+    rows = Kept(len(parsed.position), len(events.position), dropped, clicks - int(events.click.sum(dtype="int64")))
     users, user_vocab = build_side_table(
         source, events, events.user, "user_id", mapping.user_features, USER_FEATURE_PREFIX
     )
@@ -303,7 +365,9 @@ def import_source(
         "hours": int((end - start) / timedelta(hours=1)),
         "mapping": mapping.as_dict(),
         "on_duplicate": on_duplicate,
+        "session_gap_minutes": session_gap_minutes,
         "dropped_duplicates": dropped,
+        "rows": rows.as_dict(),
         "time_scale": time_scale,
         "vocabularies": {**user_vocab, **item_vocab},
     }
@@ -321,6 +385,7 @@ def import_file(
     name: str | None = None,
     on_duplicate: str = "drop",
     time_scale: float = 1.0,
+    session_gap_minutes: float | None = None,
     overwrite: bool = False,
 ) -> EventLog:
     """Import a CSV or Parquet log (format from ``fmt``, else from the file's suffix)."""
@@ -330,5 +395,5 @@ def import_file(
     origin = str(Path(path).resolve())
     return import_source(
         source, target, mapping, origin=origin, name=name, on_duplicate=on_duplicate, time_scale=time_scale,
-        overwrite=overwrite,
+        session_gap_minutes=session_gap_minutes, overwrite=overwrite,
     )
