@@ -99,29 +99,16 @@ def test_a_better_challenger_replaces_the_champion_fm_ae_and_vm_together(
     assert client.get_model_version(VM_MODEL, challenger.vm).tags["promotion"] == decision.reason
 
 
-def test_a_worse_challenger_leaves_every_champion_alias(
-    client: MlflowClient, settings: Settings, champion: PinnedVersions
+@pytest.mark.parametrize("challenger_ne", [0.43, 0.42], ids=["worse", "tie"])
+def test_a_worse_or_tying_challenger_leaves_every_champion_alias(
+    client: MlflowClient, settings: Settings, champion: PinnedVersions, challenger_ne: float
 ) -> None:
     challenger = register_chain(client)
 
-    decision, scored = gate(client, settings, challenger, 0.43, champion_ne=0.42)
+    decision, scored = gate(client, settings, challenger, challenger_ne, champion_ne=0.42)
 
     assert not decision.promoted and scored == [champion]
-    assert "does not beat" in decision.reason
-    assert champions(client) == (champion.fm, champion.ae, champion.vm)
-    assert registry.resolve_champions(client) == champion
-    assert [tags["promoted"] for tags in gate_runs(client, challenger.vm)] == ["false"]
-
-
-def test_a_challenger_that_ties_the_champion_is_not_promoted(
-    client: MlflowClient, settings: Settings, champion: PinnedVersions
-) -> None:
-    challenger = register_chain(client)
-
-    decision, scored = gate(client, settings, challenger, 0.42, champion_ne=0.42)
-
-    assert not decision.promoted and scored == [champion]
-    assert decision.challenger_ne == decision.champion_ne == 0.42
+    assert (decision.challenger_ne, decision.champion_ne) == (challenger_ne, 0.42)
     assert "does not beat" in decision.reason
     assert champions(client) == (champion.fm, champion.ae, champion.vm)
     assert registry.resolve_champions(client) == champion
