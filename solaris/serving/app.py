@@ -10,6 +10,7 @@ failure is never an error for the caller: the answer comes with tier none and ``
 """
 
 import json
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -36,6 +37,8 @@ from solaris.serving.ranker import NotReady, Ranker
 from solaris.serving.servedlog import ServedLog
 from solaris.store import FeatureStore
 
+logger = logging.getLogger(__name__)
+
 
 def _json_integer(value: object) -> object:
     """JSON Schema's integer: 7 and 7.0, never "7", 7.5 or true (an id that is a string is a client bug)."""
@@ -57,6 +60,7 @@ class ServiceConfig:
     store_timeout_ms: float = 50.0
     poll_seconds: float = 30.0
     served_log_dir: Path | None = None  # None: features as served are not logged
+    served_log_flush_rows: int = 100_000  # the served log writes a part file per this many rows (and at stop)
     torch_threads: int = 1
     max_body_bytes: int = MAX_BODY_BYTES  # larger request bodies are answered 413 unread
 
@@ -70,10 +74,14 @@ class ServiceConfig:
         return cls(**values, served_log_dir=None if folder is None else Path(folder))
 
     def __post_init__(self) -> None:
-        values = (self.max_candidates, self.store_timeout_ms, self.poll_seconds, self.torch_threads, self.max_body_bytes)
+        values = (
+            self.max_candidates, self.store_timeout_ms, self.poll_seconds, self.torch_threads, self.max_body_bytes,
+            self.served_log_flush_rows,
+        )  # fmt: skip
         if min(values) <= 0:
             raise ValueError(
-                "max_candidates, store_timeout_ms, poll_seconds, torch_threads and max_body_bytes must be positive"
+                "max_candidates, store_timeout_ms, poll_seconds, torch_threads, max_body_bytes and"
+                " served_log_flush_rows must be positive"
             )
 
 
@@ -142,10 +150,19 @@ def build_service(store: FeatureStore, models: ChampionWatcher | ServingModel, c
     log = None
     if config.served_log_dir is not None:
         log = ServedLog(
-            config.served_log_dir, on_drop=lambda rows: metrics.served_log_dropped.inc(rows), child_process=True
+            config.served_log_dir,
+            flush_rows=config.served_log_flush_rows,
+            on_drop=lambda rows: metrics.served_log_dropped.inc(rows),
+            on_failure=lambda error: _served_log_failed(metrics, error),
+            child_process=True,
         )
     ranker = Ranker(store, models, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
     return Service(ranker, models if isinstance(models, ChampionWatcher) else None, config.poll_seconds)
+
+
+def _served_log_failed(metrics: RankerMetrics, error: str) -> None:
+    metrics.served_log_write_failures.inc()
+    logger.error("the served log failed to write rows: %s", error)
 
 
 def service_from_settings(settings: Settings, config: ServiceConfig) -> Service:
@@ -234,6 +251,8 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
 
     @app.get("/metrics", response_class=Response)
     def metrics() -> Response:
+        if ranker.served_log is not None:  # the writer's failures so far, even with no request since
+            ranker.served_log.poll()
         try:
             model = ranker.model
             ranker.metrics.serving(model.pinned.vm, model.pinned.embedding_version)

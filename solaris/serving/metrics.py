@@ -35,6 +35,11 @@ class RankerMetrics:
         self.served_log_dropped = Counter(
             "solaris_served_log_dropped_rows", "Served rows not logged (log queue full)", registry=self.registry
         )
+        self.served_log_write_failures = Counter(
+            "solaris_served_log_write_failures",
+            "Served-log batches the writer failed to build or write (rows lost; see the service's log)",
+            registry=self.registry,
+        )
         self.responses = Counter(
             "solaris_http_responses",
             "HTTP responses by endpoint (the route's path; other for unknown paths) and status code",

@@ -8,10 +8,13 @@ dropped and counted, never waited for.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import queue
+import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,36 +122,77 @@ def served_codes(table: pa.Table, tier: str) -> np.ndarray:
 FLUSH = "flush"  # a request on the batch queue: write what is pending, then answer on the reply queue
 STOP = None
 CHILD_NICENESS = 10
+PARENT_CHECK_S = 1.0  # how often an idle writer process checks that its parent is still there
+# Replies: ("failed", error) as soon as a batch could not be built or written, so the service counts it while
+# it runs; ("flushed", first error since the last flush or None) answering each FLUSH.
+FAILED, FLUSHED = "failed", "flushed"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def write_loop(batches: BatchQueue, replies: BatchQueue, dataset_dir: Path, flush_rows: int) -> None:
+def write_loop(
+    batches: BatchQueue,
+    replies: BatchQueue,
+    dataset_dir: Path,
+    flush_rows: int,
+    parent_alive: Callable[[], bool] | None = None,
+) -> None:
     """The writer, in a thread or a child process: rows are built as each batch arrives (all at once at
     flush they would hold the GIL for ~100 ms), and every ``flush_rows`` rows, and on each FLUSH, one new
-    part file is written per hour pending. A FLUSH is answered with None or the first error since the last."""
+    part file is written per hour pending. Each failure is reported at once, and a FLUSH is answered with
+    None or the first error since the last. With ``parent_alive``, a writer whose parent is gone writes what
+    it holds and returns."""
     pending: list[pa.Table] = []
     rows, error = 0, None
-    while (item := batches.get()) is not STOP:
+
+    def failed(exc: Exception) -> None:
+        nonlocal error
+        error = error or repr(exc)
+        replies.put((FAILED, repr(exc)))
+
+    def write() -> None:
+        nonlocal pending, rows
+        if pending:
+            try:
+                part = f"part-{uuid.uuid4().hex}"
+                write_hourly(pa.concat_tables(pending), dataset_dir, part, no_dictionary=TIERS)
+            except Exception as exc:  # keep serving; reported now, and at the next flush
+                failed(exc)
+            pending, rows = [], 0
+
+    while True:
+        try:
+            item = batches.get() if parent_alive is None else batches.get(timeout=PARENT_CHECK_S)
+        except queue.Empty:
+            if parent_alive is not None and not parent_alive():
+                write()
+                getattr(replies, "cancel_join_thread", lambda: None)()  # nobody will read the replies
+                return
+            continue
+        if item is STOP:
+            write()
+            return
         if isinstance(item, ServedBatch):
             try:
                 pending.append(item.table())
                 rows += item.rows
             except Exception as exc:
-                error = error or repr(exc)
-        if pending and (item == FLUSH or rows >= flush_rows):
-            try:
-                part = f"part-{uuid.uuid4().hex}"
-                write_hourly(pa.concat_tables(pending), dataset_dir, part, no_dictionary=TIERS)
-            except Exception as exc:  # keep serving; the next flush reports it
-                error = error or repr(exc)
-            pending, rows = [], 0
+                failed(exc)
+        if item == FLUSH or rows >= flush_rows:
+            write()
         if item == FLUSH:
-            replies.put(error)
+            replies.put((FLUSHED, error))
             error = None
 
 
 def _child_main(batches: BatchQueue, replies: BatchQueue, dataset_dir: Path, flush_rows: int) -> None:
+    # The service's process group gets SIGTERM (or SIGINT) at a stop, this writer with it: it must outlive
+    # that until its parent's shutdown has it flush and stop. It still ends if the parent dies unasked.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked by the parent from the start
+    parent = os.getppid()
     os.nice(CHILD_NICENESS)  # under load, serving goes first; the log takes what is left
-    write_loop(batches, replies, dataset_dir, flush_rows)
+    write_loop(batches, replies, dataset_dir, flush_rows, parent_alive=lambda: os.getppid() == parent)
 
 
 class ServedLogError(RuntimeError):
@@ -171,12 +215,16 @@ class ServedLog:
         max_pending: int = 1024,
         on_drop: Callable[[int], None] | None = None,
         child_process: bool = False,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         self.dataset_dir = Path(dataset_dir)
         self._on_drop = on_drop or (lambda rows: None)
+        self._on_failure = on_failure or (lambda error: None)
         self.dropped_rows = 0
+        self.write_failures = 0
         self.error: str | None = None
         self._closed = False
+        self._flushing = threading.Lock()  # a poll never takes the answer a flush waits for
         if child_process:
             context = multiprocessing.get_context("spawn")  # no fork of a threaded server
             self._batches: BatchQueue = context.Queue(maxsize=max_pending)
@@ -191,7 +239,16 @@ class ServedLog:
             )
         host.name = "served-log"
         self._host = host
-        host.start()
+        if child_process:  # the child starts with them blocked (the mask survives exec) until it ignores them
+            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                host.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        else:
+            host.start()
+        if child_process:  # before multiprocessing's own exit hook, which would SIGTERM (ignored) and join it
+            atexit.register(self._close_at_exit)
 
     @property
     def pid(self) -> int | None:
@@ -200,6 +257,7 @@ class ServedLog:
 
     def log(self, batch: ServedBatch) -> bool:
         """Queue a batch for writing; False (and counted) if the writer is behind or closed."""
+        self.poll()
         try:
             if self._closed:
                 raise queue.Full
@@ -210,34 +268,92 @@ class ServedLog:
             self._on_drop(batch.rows)
             return False
 
-    def flush(self) -> None:
+    def poll(self) -> None:
+        """Count the failures the writer has reported so far (never waits)."""
+        if not self._flushing.acquire(blocking=False):
+            return
+        try:
+            while not self._closed:
+                try:
+                    kind, error = self._replies.get_nowait()
+                except (queue.Empty, OSError, ValueError):
+                    return
+                self._reply(kind, error)
+        finally:
+            self._flushing.release()
+
+    def _reply(self, kind: str, error: str | None) -> str | None:
+        if kind == FAILED:
+            self.write_failures += 1
+            self._on_failure(error)
+        return error
+
+    def flush(self, timeout_s: float | None = None) -> None:
         """Write everything queued so far (blocks until it is on disk); raises if rows were lost since the
-        last flush."""
-        self._batches.put(FLUSH)
+        last flush, or if the writer has not answered in ``timeout_s``."""
+        with self._flushing:
+            self._flush(None if timeout_s is None else time.monotonic() + timeout_s)
+
+    def _flush(self, deadline: float | None) -> None:
+        while True:  # a full queue and a dead writer would block a plain put forever
+            try:
+                self._batches.put(FLUSH, timeout=1.0)
+                break
+            except queue.Full:
+                self._check_writer(deadline)
         while True:
             try:
-                error = self._replies.get(timeout=1.0)
-                break
+                kind, error = self._replies.get(timeout=1.0)
             except queue.Empty:
-                if not self._host.is_alive():
-                    raise ServedLogError(f"the served log writer died (exit code {getattr(self._host, 'exitcode', None)})")
+                self._check_writer(deadline)
+                continue
+            if kind == FLUSHED:
+                break
+            self._reply(kind, error)
         if error is not None:
             self.error = error
             raise ServedLogError(f"served log writer failed: {error}")
 
-    def close(self) -> None:
+    def _check_writer(self, deadline: float | None) -> None:
+        if not self._host.is_alive():
+            raise ServedLogError(f"the served log writer died (exit code {getattr(self._host, 'exitcode', None)})")
+        if deadline is not None and time.monotonic() > deadline:
+            raise ServedLogError("the served log writer did not answer in time")
+
+    def close(self, timeout_s: float = 20.0) -> None:
+        """Flush, stop the writer (within about ``timeout_s``: a process that does not stop is killed)."""
         if self._closed:
             return
+        if self.pid is not None:
+            atexit.unregister(self._close_at_exit)
         try:
             if self._host.is_alive():
-                self.flush()
+                self.flush(timeout_s)
         finally:
             self._closed = True
             if self._host.is_alive():
-                self._batches.put(STOP)
-                self._host.join()
-            if self.pid is not None:  # release the queues' semaphores now, not at the tracker's exit (a warning)
+                try:
+                    self._batches.put(STOP, timeout=timeout_s)
+                except queue.Full:
+                    pass
+                self._host.join(timeout_s)
+            if self.pid is not None:
+                if self._host.is_alive():
+                    self._host.kill()
+                    self._host.join(5.0)
+                # release the queues' semaphores now, not at the tracker's exit (a warning); a writer that did
+                # not read everything leaves a feeder thread that could block forever, so it is not waited for
+                clean = self._host.exitcode == 0
                 for q in (self._batches, self._replies):
                     q.close()
-                    q.join_thread()
+                    if clean:
+                        q.join_thread()
+                    else:
+                        q.cancel_join_thread()
                 self._batches = self._replies = None
+
+    def _close_at_exit(self) -> None:
+        try:
+            self.close()
+        except ServedLogError:
+            pass
