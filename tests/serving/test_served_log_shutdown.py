@@ -16,16 +16,15 @@ from pathlib import Path
 import httpx
 import numpy as np
 import psutil
-from conftest import T, Layout, lay_out
+from conftest import T, Layout
 from fastapi.testclient import TestClient
-from test_workers import free_port
+from serve_process import laid_out_settings, start_serve
 
 from solaris.config import Settings
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
 from solaris.models.features import BASE_COLUMNS, TIERS
 from solaris.serving.servedlog import ServedBatch, ServedLog, read_served
-from solaris.store import SqliteStoreConfig, open_store
 from solaris.training.jobs import TrainReport, World
 
 EXIT_S = 30.0
@@ -41,24 +40,10 @@ def gone(pid: int) -> bool:
 def test_sigterm_to_the_group_keeps_every_answered_row_and_exits_promptly(
     trained: tuple[Settings, World, TrainReport], champion: ServingModel, tmp_path: Path
 ) -> None:
-    with open_store(SqliteStoreConfig(tmp_path / "store.db"), init=True) as store:
-        lay_out(store, champion)
-    settings = trained[0].with_overrides(data_dir=tmp_path / "var", store_url=f"sqlite:///{tmp_path / 'store.db'}")
-    port = free_port()
-    command = [str(Path(sys.executable).parent / "solaris"), "serve", "--workers", "1", "--port", str(port)]
-    server = subprocess.Popen(command, env=os.environ | settings.as_env(), start_new_session=True)
-    base, n = f"http://127.0.0.1:{port}", 24
+    settings = laid_out_settings(trained[0], champion, tmp_path)
+    server, base = start_serve(settings, "--workers", "1")
+    n = 24
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, f"solaris serve exited with {server.returncode}"
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the service did not become ready in 120 s"
-            time.sleep(0.5)
         with httpx.Client(base_url=base) as client:
             for request_id in range(n):
                 body = {"user_id": 1, "items": [10, 11, 12], "at": T.isoformat(), "request_id": request_id}

@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
-from conftest import T, lay_out
+from conftest import T
+from serve_process import laid_out_settings, start_serve
 
 from solaris.config import Settings
 from solaris.serving.champion import ServingModel
-from solaris.store import SqliteStoreConfig, open_store
 from solaris.training.jobs import TrainReport, World
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def candidates_served(metrics: str) -> float:
@@ -32,24 +22,9 @@ def candidates_served(metrics: str) -> float:
 def test_two_workers_serve_and_report_their_metrics_together(
     trained: tuple[Settings, World, TrainReport], champion: ServingModel, tmp_path: Path
 ) -> None:
-    with open_store(SqliteStoreConfig(tmp_path / "store.db"), init=True) as store:
-        lay_out(store, champion)
-    settings = trained[0].with_overrides(data_dir=tmp_path / "var", store_url=f"sqlite:///{tmp_path / 'store.db'}")
-    port = free_port()
-    command = [str(Path(sys.executable).parent / "solaris"), "serve", "--workers", "2", "--port", str(port), "--no-served-log"]
-    server = subprocess.Popen(command, env=os.environ | settings.as_env(), start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    settings = laid_out_settings(trained[0], champion, tmp_path)
+    server, base = start_serve(settings, "--workers", "2", "--no-served-log")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, f"solaris serve exited with {server.returncode}"
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the workers did not become ready in 120 s"
-            time.sleep(0.5)
         with httpx.Client(base_url=base) as client:  # a new connection per request spreads them over workers
             answers = [
                 httpx.post(f"{base}/rank", json={"user_id": 1, "items": [10, 11, 12], "at": T.isoformat()})
