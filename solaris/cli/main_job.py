@@ -14,13 +14,16 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
+from solaris.precompute.params import PrecomputeParams, cli_option
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("main", help="generate, train, and run the hourly precompute through Airflow")
     p.add_argument("--preset", default="default", help="world preset (tiny|default|large)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hours", type=int, default=6, help="consecutive precompute hours, ending at the world's end")
-    p.add_argument("--shards", type=int, default=2, help="FM embedding shards (mapped tasks) per hour")
+    flag, options = cli_option("shards")
+    p.add_argument(flag, **options)
     p.set_defaults(handler=run)
 
 
@@ -31,12 +34,13 @@ def run(args: argparse.Namespace) -> int:
     if args.hours < 1:
         raise ValueError(f"--hours must be at least 1, got {args.hours}")
     settings = get_settings()
+    conf = {"shards": args.shards, "device": settings.device}
+    PrecomputeParams.from_mapping(conf)  # refused now, not after minutes of generating and training
     started = time.perf_counter()
     log = generate_world(preset(args.preset).with_seed(args.seed), settings.world_dir(), overwrite=True, progress=True)
     print(json.dumps(log.summary(), indent=2))
     _train(settings)
     hours = [log.end - timedelta(hours=args.hours - i) for i in range(args.hours)]
-    conf = {"shards": args.shards, "device": settings.device}
     keys = _precompute_through_airflow(settings, hours, conf)
 
     from solaris.precompute.summary import run_metrics, table

@@ -1,0 +1,39 @@
+"""Bad input to the ``solaris`` command: exit status 2 and a message naming the problem, before any work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from solaris.cli import main
+
+CASES = {
+    "main, unknown preset": (["main", "--preset", "nope"], "--preset 'nope': choose one of tiny, default, large"),
+    "main, no hours": (["main", "--hours", "0"], "--hours must be at least 1, got 0"),
+    "main, no shards": (["main", "--shards", "0"], r"shards must be in [1, 64], got 0"),
+    "serve, no workers": (["serve", "--workers", "0"], "--workers must be at least 1, got 0"),
+    "store stats, not a time": (
+        ["store", "stats", "--version", "fm1-ae1-d32", "--at", "garbage"],
+        "'garbage' is not an ISO time",
+    ),
+    "replay, TTL out of bounds": (["replay", "--preset", "tiny", "--ttl-hours", "0"], "ttl_hours must be in [1, 48]"),
+    "replay, no seeds": (["replay", "--seeds"], "--seeds: expected at least one argument"),
+    "train, unknown variant": (["train", "vm", "--variant", "nope"], "--variant 'nope': choose one of"),
+    "data generate, unknown preset": (["data", "generate", "--preset", "nope"], "--preset 'nope'"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_exits_2_naming_the_problem_before_doing_anything(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, message = CASES[case]
+    monkeypatch.setenv("SOLARIS_HOME", str(tmp_path))
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's own refusals
+        status = exit_.code
+    assert status == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "var" / "worlds").exists(), "a refused command generated a world"
