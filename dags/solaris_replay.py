@@ -3,7 +3,8 @@
 
 Replays an event log hour by hour with the functions `solaris_precompute` and the ranker run: FM, AE and
 first-stage VMs are trained on the first span; on the logging span every hour is precomputed, its
-impressions served and the features as served logged; every VM variant is refreshed on that span; the
+impressions served and the features as served logged, the FM refreshed daily (`fm_refresh`); every VM
+variant is refreshed on what the last FM version served; the
 evaluation span is replayed the same way and every model scored on the same served events; finally the
 precompute budget (`top_fraction`) is swept. One mapped task per seed; each writes its report (HTML, PNGs,
 JSON) under `SOLARIS_DATA_DIR/replay/<world>/seed-<N>/report` and to the MLflow experiment
@@ -22,6 +23,7 @@ from typing import Any
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS
 from solaris.precompute.params import airflow_param
 
 
@@ -35,6 +37,7 @@ def _request(params: dict[str, Any]) -> Any:
         top_fraction=float(params["top_fraction"]),
         ttl_hours=int(params["ttl_hours"]),
         sweep=bool(params["sweep"]),
+        fm_refresh=str(params["fm_refresh"]),
     )
 
 
@@ -53,6 +56,12 @@ def _request(params: dict[str, Any]) -> Any:
         "seeds": Param([0], type="array", items={"type": "integer", "minimum": 0}, minItems=1),
         "top_fraction": Param(**airflow_param("top_fraction")),
         "ttl_hours": Param(**airflow_param("ttl_hours")),
+        "fm_refresh": Param(
+            DEFAULT_FM_REFRESH,
+            type="string",
+            enum=list(FM_REFRESH_HOURS),
+            description="FM refresh while the log replays: daily (production's cadence) or none (ablation: frozen FM)",
+        ),
         "sweep": Param(True, type="boolean", description="also sweep top_fraction 0.05 / 0.1 / 0.2 / 0.4"),
     },
 )

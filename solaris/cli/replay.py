@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS
 from solaris.precompute.params import cli_option
 
 
@@ -19,6 +20,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for name in ("top_fraction", "ttl_hours"):
         flag, options = cli_option(name)
         p.add_argument(flag, **options)
+    p.add_argument(
+        "--fm-refresh",
+        choices=list(FM_REFRESH_HOURS),
+        default=DEFAULT_FM_REFRESH,
+        help="how often the FM is refreshed while the log replays: daily (production's cadence) or none (an "
+        "ablation: the FM frozen after the training span)",
+    )
     p.add_argument("--out", type=Path, help="report folder (default: SOLARIS_DATA_DIR/replay/<world>)")
     p.add_argument("--no-sweep", action="store_true", help="skip the top_fraction sweep (faster)")
     p.add_argument("--sweep-warmup-hours", type=int, default=8, help="hours each sweep arm precomputes first")
@@ -42,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         sweep=not args.no_sweep,
         sweep_warmup_hours=args.sweep_warmup_hours,
         sweep_hours=args.sweep_hours,
+        fm_refresh=args.fm_refresh,
     )
     folders = [replay_one(settings, request, seed) for seed in request.seeds]
     print(summary(folders))

@@ -43,11 +43,22 @@ class ServedEvents:
 
 
 def served_events(
-    log: EventLog, span: Span, served_dir: Path, code_dim: int, fm: FoundationModel, index: HistoryIndex, device: str
+    log: EventLog,
+    span: Span,
+    served_dir: Path,
+    embedding_version: str,
+    code_dim: int,
+    fm: FoundationModel,
+    index: HistoryIndex,
+    device: str,
 ) -> ServedEvents:
-    """The span's impressions joined to what was served for each (by request and item)."""
+    """The span's impressions joined to what was served for each (by request and item); every row must have
+    been served with ``embedding_version``, since a VM may only ever be fed the codes of its own version."""
     shown = log.impressions(span.start, span.end)
     served = read_served(served_dir, span.start, span.end, code_dim)
+    versions = set(pc.unique(served["embedding_version"]).to_pylist())
+    if versions - {embedding_version}:
+        raise ValueError(f"{span} was served with embedding versions {sorted(versions)}, expected only {embedding_version!r}")
     order = _match(shown, served)
     served = served.take(pa.array(order))
     fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]

@@ -12,6 +12,7 @@ import mlflow
 from solaris.config import Settings
 from solaris.eval import report as render
 from solaris.eval.figures import ReplayReport
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, check_fm_refresh
 from solaris.eval.replay import ReplayConfig, mean_coverage, run_replay
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
@@ -31,8 +32,10 @@ class ReplayRequest:
     sweep: bool = True
     sweep_warmup_hours: int = 8
     sweep_hours: int | None = None
+    fm_refresh: str = DEFAULT_FM_REFRESH
 
     def __post_init__(self) -> None:
+        check_fm_refresh(self.fm_refresh)
         if sum(x is not None for x in (self.preset, self.world, self.log)) != 1:
             raise ValueError("a replay needs exactly one of preset, world or log")
         if not self.seeds:
@@ -67,6 +70,7 @@ def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: R
         sweep=base.sweep if request.sweep else (),
         sweep_warmup_hours=request.sweep_warmup_hours,
         sweep_hours=request.sweep_hours,
+        fm_refresh=request.fm_refresh,
         device="cpu" if settings.device == "auto" else settings.device,
     )
 
@@ -115,7 +119,7 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, EXPERIMENT))
     eval_hours = [h for h in report.hours if h.span == "eval"]
     with mlflow.start_run(run_name=f"replay-{report.world}-seed{report.seed}"):
-        mlflow.log_params({"world": report.world, "seed": report.seed, **{f"span_{k}": v for k, v in report.spans.items()}})
+        mlflow.log_params({"world": report.world, "seed": report.seed, **report.protocol, **{f"span_{k}": v for k, v in report.spans.items()}})
         for m in report.models:
             key = _metric_name(m.name)
             mlflow.log_metrics({f"ne_{key}": m.ne, f"auc_{key}": m.auc, f"log_loss_{key}": m.log_loss})

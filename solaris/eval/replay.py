@@ -1,6 +1,7 @@
 """``run_replay``: train on the first span, replay the logging span hour by hour (precompute, serve, log
-features as served), refresh every VM variant on it, replay the evaluation span and score every model on
-its served events, then sweep the precompute budget over the evaluation span.
+features as served) with the FM refreshed on its cadence, refresh every VM variant on what the last FM
+version served, replay the evaluation span and score every model on its served events, then sweep the
+precompute budget over the evaluation span.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,7 +22,9 @@ from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.events import ServedEvents, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, HourFigures, ModelScore, ReplayReport, SweepPoint
-from solaris.eval.scoring import FM, FM_HOURLY, VM_BASE, score_models
+from solaris.eval.fm_refresh import Chain, first_chain, refresh_hours, switch
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, VM_BASE, check_fm_refresh, protocol
+from solaris.eval.scoring import score_models
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, predict, refresh, variant
 from solaris.models.calibration import PlattScaling
@@ -29,26 +33,12 @@ from solaris.models.training import FitConfig
 from solaris.models.vm import VerticalModel
 from solaris.precompute.params import PrecomputeParams
 from solaris.serving import Ranker
-from solaris.serving.champion import ServingModel, load_serving_model
+from solaris.serving.champion import ServingModel
 from solaris.serving.servedlog import ServedLog
 from solaris.store import open_configured_store
-from solaris.tracking import registry
 from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
 
 T = TypeVar("T")
-
-# What the transfer ratio divides by, stated in the report: this protocol keeps the FM frozen after the
-# training span while every VM is refreshed on the logging span.
-PROTOCOL = {
-    "fm_refresh": "none",
-    "fm_reference": (
-        f"{FM!r}: the FM trained on the training span and frozen there, its click head Platt-recalibrated on the "
-        "logging span, scored on every evaluation impression from its history strictly before that impression; "
-        f"{FM_HOURLY!r} is the same FM as the precompute runs it (history before the hour's start, position 0), "
-        "a reference only"
-    ),
-}
-
 
 @dataclass(frozen=True)
 class ReplayConfig:
@@ -63,6 +53,10 @@ class ReplayConfig:
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
     device: str = "cpu"
     progress: bool = True
+    fm_refresh: str = DEFAULT_FM_REFRESH  # see solaris.eval.protocol
+
+    def __post_init__(self) -> None:
+        check_fm_refresh(self.fm_refresh)
 
     def precompute_params(self, top_fraction: float) -> dict[str, object]:
         return {"top_fraction": top_fraction, "ttl_hours": self.ttl_hours, "shards": 1, "device": self.device}
@@ -104,66 +98,88 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
 
     trained = replay.phase("train FM, AE and first-stage VMs", lambda: _train(replay))
     world = World.open(log.root, TrainPlan().fractions, spans.train.end)
-    client = registry.connect(replay.settings)
-    model = load_serving_model(client, registry.resolve_champions(client).vm)
+    chains = [first_chain(replay.settings, trained, spans.logging.start)]
     params = config.precompute_params(config.top_fraction)
     with open_configured_store(replay.settings, init=True) as store:
-        ranker = Ranker(store, model, ServedLog(replay.settings.data_dir / "served"))
-        logged = replay.phase("logging span", lambda: _replay_span(replay, ranker, "logging", params))
-        evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, "eval", params))
+        ranker = Ranker(store, chains[0].serving, ServedLog(replay.settings.data_dir / "served"))
+        logged = []
+        for span in _logging_segments(spans, refresh_hours(spans, config.fm_refresh)):
+            if span.start != spans.logging.start:
+                chains.append(replay.phase(f"refresh FM at {span.start:%Y-%m-%d %H}:00", lambda: _switch(replay, chains[-1], span.start)))
+                ranker.use(chains[-1].serving)
+            logged += replay.phase(f"logging span from {span.start:%Y-%m-%d %H}:00", lambda: _replay_span(replay, ranker, span, "logging")).figures
+        evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, spans.eval, "eval"))
         ranker.close()
+    serving = chains[-1]
 
     def events(span: Span, settings: Settings) -> ServedEvents:
-        served = settings.data_dir / "served"
-        return served_events(log, span, served, model.code_dim, trained.fm.model, world.index, config.device)
+        served, model = settings.data_dir / "served", serving.serving
+        version, fm = model.pinned.embedding_version, serving.fm.model
+        return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device)
 
-    logging_events = events(spans.logging, replay.settings)
-    # The FM froze at the end of the training span while the VMs are refreshed on the logging span: its
-    # click head is recalibrated on the same hours (two numbers, fitted on labels the eval never sees).
-    calibrate = PlattScaling.fit(logging_events.fm_click, logging_events.click)
-    calibrate_hourly = PlattScaling.fit(logging_events.fm_click_hourly, logging_events.click)
+    # The VMs are refreshed on what the serving version served before the eval span, and the FM's click head
+    # is recalibrated on the same hours (two numbers, fitted on labels the eval never sees).
+    refresh_events = events(Span(serving.first_serving_hour, spans.eval.start), replay.settings)
+    calibrate = PlattScaling.fit(refresh_events.fm_click, refresh_events.click)
+    calibrate_hourly = PlattScaling.fit(refresh_events.fm_click_hourly, refresh_events.click)
 
     def calibrated(e: ServedEvents) -> ServedEvents:
         return replace(e, fm_click=calibrate(e.fm_click), fm_click_hourly=calibrate_hourly(e.fm_click_hourly))
 
-    logging_events = calibrated(logging_events)
-    refreshed = replay.phase("refresh every VM", lambda: _refresh(replay, trained, logging_events))
+    version = serving.serving.pinned.embedding_version
+    refreshed = replay.phase("refresh every VM", lambda: _refresh(replay, trained, calibrated(refresh_events), version))
     eval_events = calibrated(events(spans.eval, replay.settings))
     scores = _scores(eval_events, refreshed, config.seed)
-    sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, model, refreshed, eval_events, events))
+    sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, serving.serving, refreshed, eval_events, events))
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,
         spans=spans.as_dict(),
         models=scores,
-        hours=logged.figures + evaluated.figures,
+        hours=logged + evaluated.figures,
         sweep=sweep,
         swept_fractions=list(config.sweep),
         fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
         staleness_hours=distribution(evaluated.staleness_hours),
         seconds=replay.seconds,
-        protocol=PROTOCOL,
-        fm_versions=[{"fm_version": trained.fm.version, "first_serving_hour": spans.logging.start.isoformat()}],
+        protocol=protocol(config.fm_refresh),
+        fm_versions=[c.as_dict() for c in chains],
     )
 
 
+def _logging_segments(spans: ReplaySpans, switches: list[datetime]) -> list[Span]:
+    """The logging span cut at each hour a new FM version starts serving."""
+    edges = [spans.logging.start, *switches, spans.logging.end]
+    return [Span(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _switch(replay: Replay, chain: Chain, at: datetime) -> Chain:
+    plan = _plan(replay.config)
+    return switch(replay.settings, replay.log.root, chain, at, plan, replay.config.valid_hours)
+
+
+def _plan(config: ReplayConfig) -> TrainPlan:
+    return TrainPlan(fit=replace(config.fit, seed=config.seed), device=config.device)
+
+
 def _train(replay: Replay) -> TrainReport:
-    plan = TrainPlan(fit=replace(replay.config.fit, seed=replay.config.seed), device=replay.config.device)
-    return train_all(replay.settings, replay.log.root, plan, until=replay.spans.train.end)
+    return train_all(replay.settings, replay.log.root, _plan(replay.config), until=replay.spans.train.end)
 
 
-def _replay_span(replay: Replay, ranker: Ranker, span: str, params: dict[str, object]) -> loop.SpanRun:
-    s = getattr(replay.spans, span)
-    return loop.replay_hours(replay.settings, hours_between(s.start, s.end), s.start, params, ranker, span, replay.config.progress)
+def _replay_span(replay: Replay, ranker: Ranker, span: Span, label: str) -> loop.SpanRun:
+    params = replay.config.precompute_params(replay.config.top_fraction)
+    return loop.replay_hours(replay.settings, hours_between(span.start, span.end), span.start, params, ranker, label, replay.config.progress)
 
 
-def _refresh(replay: Replay, trained: TrainReport, logging: ServedEvents) -> dict[str, VerticalModel]:
-    """Every variant refreshed on the logging span; its last ``valid_hours`` decide early stopping."""
+def _refresh(replay: Replay, trained: TrainReport, logging: ServedEvents, version: str) -> dict[str, VerticalModel]:
+    """Every variant refreshed on the served hours before the eval span; the last ``valid_hours`` decide early
+    stopping."""
     cut = int(logging.hours.max()) - replay.config.valid_hours + 1
     train, valid = logging.select(logging.hours < cut), logging.select(logging.hours >= cut)
     if not len(train) or not len(valid):
         raise ValueError(f"the logging span is too short to hold {replay.config.valid_hours} validation hours")
-    return {v.name: refresh(v, trained.vms[v.first_stage].model, train, valid, replay.config.fit) for v in VARIANTS}
+    fit = replay.config.fit
+    return {v.name: refresh(v, trained.vms[v.first_stage].model, train, valid, fit, version) for v in VARIANTS}
 
 
 def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel], seed: int) -> list[ModelScore]:

@@ -13,10 +13,9 @@ import numpy as np
 
 from solaris.eval.bootstrap import RESAMPLES, interval, request_sums, resampled_ne, transfer_samples
 from solaris.eval.figures import ModelScore
+from solaris.eval.protocol import FM, VM_BASE
 from solaris.models import metrics
 
-FM, VM_BASE = "FM", "VM base"
-FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the precompute can embed
 
 
 def score_models(

@@ -1,13 +1,13 @@
-"""The VM variants a replay compares, their refresh on the logging span and their scores.
+"""The VM variants a replay compares, their refresh on served hours and their scores.
 
 Every variant starts from a first-stage VM trained on the training span and is refreshed on the same
-logging hours with the same fit settings, so all are equally fresh. The SOLARIS variants differ only in
+served hours with the same fit settings, so all are equally fresh. The SOLARIS variants differ only in
 the embedding tiers they may see (the others are zeroed, flag included) and in the distillation target.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -60,8 +60,11 @@ def targets(v: Variant, events: ServedEvents, alpha: float) -> np.ndarray:
     return ((1 - alpha) * events.click + alpha * events.fm_click).astype(np.float32)
 
 
-def refresh(v: Variant, first_stage: VerticalModel, train: ServedEvents, valid: ServedEvents, fit: FitConfig) -> VerticalModel:
-    """Train a copy of the first stage further on the logging span; validation scores hard labels."""
+def refresh(
+    v: Variant, first_stage: VerticalModel, train: ServedEvents, valid: ServedEvents, fit: FitConfig, embedding_version: str
+) -> VerticalModel:
+    """Train a copy of the first stage further on served hours; validation scores hard labels. A variant that
+    reads embeddings then records ``embedding_version``, the only version it was refreshed on."""
     dim, alpha = first_stage.config.code_dim, first_stage.config.distill_alpha
     model, _ = refresh_vm(
         first_stage,
@@ -70,6 +73,8 @@ def refresh(v: Variant, first_stage: VerticalModel, train: ServedEvents, valid: 
         fit,
         f"refresh {v.name}",
     )
+    if model.config.uses_embeddings:
+        model.config = replace(model.config, embedding_version=embedding_version)
     return model
 
 

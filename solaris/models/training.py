@@ -123,11 +123,16 @@ def train_fm(
     config: FMConfig = FMConfig(),
     fit_config: FitConfig = FitConfig(),
     on_epoch: EpochHook | None = None,
+    start_from: FoundationModel | None = None,
 ) -> tuple[FoundationModel, FitResult]:
-    """Train the FM on ``train`` hours, streamed block by block; early-stop on ``valid``."""
+    """Train the FM on ``train`` hours, streamed block by block; early-stop on ``valid``. ``start_from``: a
+    copy of that FM is fine-tuned instead (the daily refresh: same vocabularies, weights carried over)."""
     seed_everything(fit_config.seed)
-    model = FoundationModel(config, users, items)
-    model.start_at_base_rates(labels(log.impressions(train.start, train.end, ["click", "conversion"])).mean(axis=0))
+    if start_from is None:
+        model = FoundationModel(config, users, items)
+        model.start_at_base_rates(labels(log.impressions(train.start, train.end, ["click", "conversion"])).mean(axis=0))
+    else:
+        model, config = copy.deepcopy(start_from), start_from.config
     valid_table = log.impressions(valid.start, valid.end)
     vx, vy = _tensors(fm_matrix(valid_table, index, config.history), labels(valid_table))
 
@@ -163,9 +168,15 @@ def train_ae(
     config: AEConfig = AEConfig(),
     fit_config: FitConfig = FitConfig(),
     on_epoch: EpochHook | None = None,
+    start_from: Autoencoder | None = None,
 ) -> tuple[Autoencoder, FitResult]:
+    """``start_from``: fine-tune a copy of that AE (its standardisation kept, so codes stay comparable)."""
     seed_everything(fit_config.seed)
-    model = Autoencoder(config, train)
+    if start_from is None:
+        model = Autoencoder(config, train)
+    else:
+        model = copy.deepcopy(start_from)
+        model.config = config
     (vx,) = _tensors(valid)
 
     def loss(m: nn.Module, x: torch.Tensor, _: torch.Tensor) -> torch.Tensor:

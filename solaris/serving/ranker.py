@@ -77,6 +77,13 @@ class Ranker:
             raise NotReady("no champion VM loaded yet")
         return model
 
+    def use(self, model: ServingModel) -> None:
+        """Serve ``model`` from now on: a replay switches embedding versions at the hour it chooses. A ranker
+        built on a :class:`ChampionWatcher` follows the registry instead."""
+        if isinstance(self._models, ChampionWatcher):
+            raise TypeError("this ranker follows its ChampionWatcher's champion; it cannot be pinned to a model")
+        self._models = model
+
     def rank(
         self,
         user_id: int,

@@ -51,11 +51,16 @@ def promotion_gate(
     decision = Decision(promoted, challenger, challenger_ne, champion, champion_ne, eval_hours, reason)
     _log(client, settings, decision)
     if promoted:
-        # The VM alias moves last: readers derive the chain from the VM's tags, never from FM/AE aliases alone.
-        registry.set_alias(client, FM_MODEL, CHAMPION, challenger.fm)
-        registry.set_alias(client, AE_MODEL, CHAMPION, challenger.ae)
-        registry.set_alias(client, VM_MODEL, CHAMPION, challenger.vm)
+        promote(client, challenger)
     return decision
+
+
+def promote(client: MlflowClient, chain: PinnedVersions) -> None:
+    """Move ``champion`` to the chain. The VM alias moves last: readers derive the chain from the VM's tags,
+    never from FM/AE aliases alone."""
+    registry.set_alias(client, FM_MODEL, CHAMPION, chain.fm)
+    registry.set_alias(client, AE_MODEL, CHAMPION, chain.ae)
+    registry.set_alias(client, VM_MODEL, CHAMPION, chain.vm)
 
 
 def _log(client: MlflowClient, settings: Settings, decision: Decision) -> None:

@@ -32,6 +32,7 @@ from solaris.training.gate import Decision, promotion_gate
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, FM_MODEL, VM_MODEL, PinnedVersions
 
 HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
+TRAINED_UNTIL = "trained_until"  # FM version tag: the end of the last hour whose labels it saw
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def train_fm_job(client: MlflowClient, settings: Settings, world: World, plan: T
         cost = {"params": parameter_count(fm), "flops_per_pair": flops_per_pair(fm, example)}
         mlflow.log_metrics({f"eval_{k}": v for k, v in found.items()} | cost)
         tags = {"role": "fm", "embedding_dim": plan.fm.embedding_dim, **_eval_tags(world, found)}
+        tags[TRAINED_UNTIL] = split.valid.end.isoformat()  # early stopping reads labels too
         version = registry.log_model(client, fm, FM_MODEL, plan.fm.columns(), example[:5], tags)
     registry.set_alias(client, FM_MODEL, CHALLENGER, version)
     return Trained(fm, version, found | cost)

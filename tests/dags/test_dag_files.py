@@ -17,7 +17,8 @@ HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
 # The declarations a DAG file may import at parse time: stdlib-only modules (and their packages).
 LIGHT_SOLARIS = {
     "solaris", "solaris.config", "solaris.airflow_env", "solaris.assets",
-    "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline",
+    "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline", "solaris.eval",
+    "solaris.eval.protocol",
 }  # fmt: skip
 
 

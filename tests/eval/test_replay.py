@@ -1,19 +1,28 @@
 """`solaris replay --preset tiny` end to end, as CI runs it: the report's invariants, its files, its MLflow
-record, and the no-leakage contract (the FM trained before the logging span; embeddings served no older
-than their TTL and never from the future)."""
+record, the FM's daily refresh (a new embedding version mid-replay, never mixed with another in what was
+served) and the no-leakage contract (each FM version trained only before it serves; embeddings served no
+older than their TTL and never from the future)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 import mlflow
+import numpy as np
+import pyarrow.compute as pc
 import pytest
 
 from solaris.cli import main
 from solaris.config import Settings
 from solaris.eval.figures import ReplayReport
 from solaris.eval.job import EXPERIMENT
+from solaris.embedding_version import parse_embedding_version
 from solaris.eval.report import INVARIANTS, check_invariants
+from solaris.models.features import ts_micros
+from solaris.serving.servedlog import read_served
+from solaris.store.codec import to_micros
+from solaris.tracking.registry import FM_MODEL
+from solaris.training.jobs import TRAINED_UNTIL
 
 pytestmark = pytest.mark.slow
 
@@ -59,8 +68,7 @@ def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replay
         assert m.ne_gain == pytest.approx(base - m.ne) and m.ne_gain_ci95[0] <= m.ne_gain_ci95[1], m.name
         assert (m.transfer_ratio is None) == (m.transfer_ratio_ci95 is None), m.name
     assert all(p.ne_ci95 and p.ne_gain_ci95 for p in report.sweep)
-    assert set(report.protocol) == {"fm_refresh", "fm_reference"}
-    assert [v["first_serving_hour"] for v in report.fm_versions] == [report.spans["logging"].split("/")[0]]
+    assert report.protocol["fm_refresh"] == "daily" and "fine-tuned daily" in report.protocol["fm_reference"]
     assert report.invariants == {"checked": list(INVARIANTS), "violated": []}
 
 
@@ -82,3 +90,36 @@ def test_the_report_is_written_and_logged_to_mlflow(replayed: tuple[Settings, Re
     assert len(runs) == 1 and "ne_fm" in runs[0].data.metrics
     artifacts = {a.path for a in client.list_artifacts(runs[0].info.run_id, "report")}
     assert "report/report.html" in artifacts and "report/report.json" in artifacts
+
+
+def first_serving_hours(report: ReplayReport) -> list[datetime]:
+    return [datetime.fromisoformat(v["first_serving_hour"]) for v in report.fm_versions]
+
+
+def test_a_refreshed_fm_serves_from_mid_replay_and_served_features_never_mix_versions(
+    replayed: tuple[Settings, ReplayReport],
+) -> None:
+    settings, report = replayed
+    logging_start, eval_start = (datetime.fromisoformat(report.spans[s].split("/")[0]) for s in ("logging", "eval"))
+    starts = first_serving_hours(report)
+    assert starts[0] == logging_start and len(starts) == 2 and logging_start < starts[1] < eval_start
+    versions = [v["embedding_version"] for v in report.fm_versions]
+    assert len(set(versions)) == len(versions)
+    state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"
+    end = datetime.fromisoformat(report.spans["eval"].split("/")[1])
+    served = read_served(state / "main" / "var" / "served", logging_start, end, parse_embedding_version(versions[0]).dim)
+    # Each served row carries the version that served its hour, and only that one.
+    serving = np.searchsorted([to_micros(s, "first_serving_hour") for s in starts], ts_micros(served["ts"]), side="right") - 1
+    expected = np.array(versions)[serving]
+    assert set(pc.unique(served["embedding_version"]).to_pylist()) == set(versions)
+    assert (served["embedding_version"].to_numpy(zero_copy_only=False) == expected).all()
+
+
+def test_each_fm_version_trained_only_on_hours_before_it_served(replayed: tuple[Settings, ReplayReport]) -> None:
+    settings, report = replayed
+    state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"
+    uri = f"sqlite:///{state / 'mlflow' / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri, registry_uri=uri)
+    for entry, start in zip(report.fm_versions, first_serving_hours(report), strict=True):
+        tags = client.get_model_version(FM_MODEL, entry["fm_version"]).tags
+        assert datetime.fromisoformat(tags[TRAINED_UNTIL]) <= start, entry

@@ -12,8 +12,8 @@ from dataclasses import asdict
 from typing import Any
 
 from solaris.eval.figures import CUMULATIVE_TIERS, ReplayReport
+from solaris.eval.protocol import FM, VM_BASE
 
-FM, VM_BASE = "FM", "VM base"
 NO_TRANSFER = "transfer ratio undefined: the FM does not beat the base VM"
 
 

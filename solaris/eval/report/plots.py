@@ -13,7 +13,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from solaris.eval.figures import CUMULATIVE_TIERS, HourFigures, ReplayReport
-from solaris.eval.report.invariants import FM, VM_BASE
+from solaris.eval.protocol import FM, VM_BASE
 from solaris.eval.report.tables import SPANS, TIER_LABELS
 
 

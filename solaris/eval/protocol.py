@@ -1,0 +1,45 @@
+"""The replay protocol's choices, declared once (stdlib only: the CLI and the DAG's form import it).
+
+``fm_refresh`` is how often the FM is refreshed while the log replays: ``daily`` is production's cadence
+(the headline); ``none`` keeps the FM trained on the training span frozen, an ablation that shows what a
+stale FM does to the transfer ratio.
+"""
+
+from __future__ import annotations
+
+FM_REFRESH_HOURS: dict[str, int | None] = {"daily": 24, "none": None}
+DEFAULT_FM_REFRESH = "daily"
+
+# The reference rows every replay table holds, named once.
+FM, VM_BASE = "FM", "VM base"
+FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the precompute can embed
+
+_SERVED_FM = {
+    "daily": (
+        "the FM version that serves the evaluation span, fine-tuned daily on every hour before its first serving "
+        "hour, its click head Platt-recalibrated on the hours it served before the evaluation span (those every "
+        "VM is refreshed on)"
+    ),
+    "none": (
+        "the FM trained on the training span and frozen there (an ablation: a stale FM), its click head "
+        "Platt-recalibrated on the logging span"
+    ),
+}
+
+
+def check_fm_refresh(fm_refresh: str) -> str:
+    if fm_refresh not in FM_REFRESH_HOURS:
+        raise ValueError(f"fm_refresh {fm_refresh!r}: choose one of {', '.join(FM_REFRESH_HOURS)}")
+    return fm_refresh
+
+
+def protocol(fm_refresh: str) -> dict[str, str]:
+    """What ``report.json`` states: the cadence, and which FM the transfer ratio divides by."""
+    return {
+        "fm_refresh": check_fm_refresh(fm_refresh),
+        "fm_reference": (
+            f"{FM!r}: {_SERVED_FM[fm_refresh]}, scored on every evaluation impression from its history strictly "
+            f"before that impression; {FM_HOURLY!r} is the same FM as the precompute runs it (history before the "
+            "hour's start, position 0), a reference only"
+        ),
+    }
