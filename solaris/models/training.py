@@ -207,7 +207,7 @@ def train_vm(
     fit_config: FitConfig = FitConfig(),
     on_epoch: EpochHook | None = None,
 ) -> tuple[VerticalModel, FitResult]:
-    """Train one VM variant; validation scores hard labels with every pair code present.
+    """Train one VM variant; validation scores hard labels with the pair tier's served coverage.
 
     An embedding variant records the training data's embedding version, so it can never be fed others.
     """
@@ -216,7 +216,7 @@ def train_vm(
     seed_everything(fit_config.seed)
     model = VerticalModel(config, users, items)
     model.start_at_base_rate(float(train.click.mean()))
-    vx, vy = _tensors(valid.matrix(config), valid.click)
+    vx, vy = _tensors(valid.served_like(config), valid.click)
     targets = train.targets(config)
 
     def batches(rng: np.random.Generator) -> Iterable[Batch]:

@@ -5,7 +5,8 @@
 - agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
 - knn tier: zeros and flag 0 here; the precompute/replay supplies neighbour codes as served through
   :meth:`VMData.with_knn`.
-Training masks a random share of pair codes (``VMConfig.coverage``) so one model learns every tier.
+Training masks a random share of pair codes (``VMConfig.coverage``) so one model learns every tier; validation
+and the gate score a fixed share of rows with pair codes (:meth:`VMData.served_like`), as serving has them.
 VM spans are the recent hours, small next to the FM's: they are built once, streamed hour block by block.
 """
 
@@ -28,6 +29,8 @@ from solaris.models.vm import TIERS, VMConfig
 from solaris.embedding_version import check_ae_fm, check_embedding_version, embedding_version
 
 AGG_WINDOW = timedelta(hours=24)
+# The pair tier's share of served rows (45-60% on the default world): what validation and the gate see.
+SERVED_PAIR_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,13 @@ class VMData:
         flag = np.ones(len(self), np.float32) if pair_flag is None else pair_flag.astype(np.float32)
         tiers = {"pair": (self.pair, flag), "agg": (self.agg, self.agg_flag), "knn": (self.knn, self.knn_flag)}
         return vm_inputs(config, self.embedding_version, self.base, tiers)
+
+    def served_like(self, config: VMConfig) -> np.ndarray:
+        """The VM's inputs with pair codes on a fixed :data:`SERVED_PAIR_COVERAGE` share of rows, the same
+        rows for every model scored on these examples. Early stopping and the promotion gate score these: a VM
+        chosen on 100% pair coverage is chosen for inputs serving never gives it."""
+        present = np.random.default_rng(0).random(len(self)) < SERVED_PAIR_COVERAGE
+        return self.matrix(config, present)
 
     def targets(self, config: VMConfig) -> np.ndarray:
         if not config.distills:

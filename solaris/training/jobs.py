@@ -166,7 +166,7 @@ def train_vm_job(
 
 
 def vm_eval(vm: VerticalModel, data: VMData) -> dict[str, float]:
-    return metrics.summary(data.click, score(vm, data.matrix(vm.config)))
+    return metrics.summary(data.click, score(vm, data.served_like(vm.config)))
 
 
 def register_vm(

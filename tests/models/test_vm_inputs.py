@@ -1,13 +1,18 @@
-"""The VM input matrix as the ranker builds it: absent tiers zeroed, flags kept, versions enforced."""
+"""The VM input matrix as the ranker builds it: absent tiers zeroed, flags kept, versions enforced; validation
+and the gate score pair codes on the share of rows serving has them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-from solaris.models.vm import VMConfig
-from solaris.models.vm_data import VMData, vm_inputs
+from solaris.models import metrics
+from solaris.models.features import IdTable
+from solaris.models.vm import VerticalModel, VMConfig, score
+from solaris.models.vm_data import SERVED_PAIR_COVERAGE, VMData, vm_inputs
 from solaris.embedding_version import VersionMismatch
+from solaris.training.jobs import vm_eval
 
 CONFIG = VMConfig(variant="solaris", code_dim=2, embedding_version="fm3-ae4-d2")
 BASE = np.array([[1, 2, 3, 0], [4, 5, 6, 1]], np.float32)
@@ -44,3 +49,29 @@ def test_knn_hook_replaces_the_tier_and_checks_its_shape() -> None:
     np.testing.assert_array_equal(served.matrix(CONFIG)[:, -3:], [[1, 1, 1], [0, 0, 0]])
     with pytest.raises(ValueError, match="do not match"):
         data.with_knn(np.ones((3, 2)), np.ones(3))
+
+
+def test_validation_and_the_gate_see_pair_codes_on_the_served_share_of_rows_the_same_for_every_model() -> None:
+    n = 4000
+    ones = np.ones((n, 2), np.float32)
+    base = np.zeros((n, 4), np.float32)
+    data = VMData(base, np.zeros(n), np.zeros(n), ones, ones, np.ones(n), ones, np.ones(n), "fm3-ae4-d2")
+    pair_flag = data.served_like(CONFIG)[:, 6]
+    assert abs(pair_flag.mean() - SERVED_PAIR_COVERAGE) < 0.03  # never 100%, as serving never has it
+    np.testing.assert_array_equal(data.served_like(CONFIG)[:, 6], pair_flag)  # a challenger and its champion alike
+    np.testing.assert_array_equal(data.served_like(CONFIG)[:, 7:], data.matrix(CONFIG)[:, 7:])  # other tiers as built
+
+
+def test_the_gates_ne_is_scored_on_the_served_like_inputs() -> None:
+    rng = np.random.default_rng(1)
+    n, table = 500, IdTable(np.zeros((8, 1), np.int64), ("x_a",))
+    codes = rng.normal(size=(n, 2)).astype(np.float32)
+    click = (codes[:, 0] > 0).astype(np.float32)  # the pair code decides: masking it must change the NE
+    data = VMData(np.zeros((n, 4), np.float32), click, click, codes, codes, np.zeros(n), codes, np.zeros(n), "fm3-ae4-d2")
+    vm = VerticalModel(CONFIG, table, table)
+    with torch.no_grad():
+        for p in vm.parameters():
+            p.copy_(torch.as_tensor(rng.normal(scale=0.3, size=p.shape), dtype=torch.float32))
+    served_like = metrics.summary(click, score(vm, data.served_like(CONFIG)))["ne"]
+    assert vm_eval(vm, data)["ne"] == pytest.approx(served_like)
+    assert served_like != pytest.approx(metrics.summary(click, score(vm, data.matrix(CONFIG)))["ne"])
