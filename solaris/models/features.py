@@ -1,7 +1,7 @@
 """Model inputs built in batches: side-feature lookup tables and the last-N interaction history.
 
-Every model takes one float32 matrix whose columns are named here (MLflow's PyTorch flavour serves a single
-tensor, and a named layout is a signature the ranker and the precompute can check). Ids travel as float32,
+Every model takes one float32 matrix whose columns are named here (a registered model's pyfunc serves a single
+matrix, and a named layout is a signature the ranker and the precompute can check). Ids travel as float32,
 exact up to 2**24, so larger ids are refused rather than silently rounded.
 
 The history of a (user, ts) pair is the user's last N impressions strictly before ts, found for a whole batch

@@ -18,6 +18,7 @@ class SideEmbedding(nn.Module):
 
     def __init__(self, table: IdTable, dim: int) -> None:
         super().__init__()
+        self.names = table.names  # not a tensor: saved in a model's spec (solaris.models.files)
         cards = table.cardinalities
         self.register_buffer("features", torch.as_tensor(table.features, dtype=torch.long))
         offsets = np.concatenate([[0], np.cumsum(cards)[:-1]]) if cards else np.zeros(0)

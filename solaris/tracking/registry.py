@@ -8,20 +8,26 @@ three versions that belong together, and checks them.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pandas as pd
+import safetensors
 import torch
 from mlflow import MlflowClient
 from mlflow.entities.model_registry import ModelVersion
+from mlflow.environment_variables import MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR
 from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 
 from solaris.config import Settings
 from solaris.embedding_version import check_ae_fm, parse_embedding_version
+from solaris.models import files
+from solaris.tracking import sqlite_file
 
 FM_MODEL, AE_MODEL, VM_MODEL = "solaris-fm", "solaris-ae", "solaris-vm"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -30,15 +36,23 @@ PIP_REQUIREMENTS = [
     f"numpy=={np.__version__}",
     f"pandas=={pd.__version__}",
     f"mlflow=={mlflow.__version__}",
+    f"safetensors=={safetensors.__version__}",
 ]
+PYFUNC_CODE = Path(__file__).with_name("pyfunc_model.py")  # a path, not an import: MLflow runs it as code
+# Every load downloads a version's few small files; a progress bar per load would flood the task logs.
+os.environ.setdefault(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR.name, "false")
 
 
 def connect(settings: Settings) -> MlflowClient:
-    """Point MLflow (tracking and registry) at the configured store and return a client for it."""
+    """Point MLflow (tracking and registry) at the configured store and return a client for it.
+
+    A SQLite store is reopened if its file was deleted or replaced since this process last used it
+    (:mod:`solaris.tracking.sqlite_file`): MLflow would otherwise keep writing to the old, unlinked file.
+    """
     mlflow.set_tracking_uri(settings.mlflow_tracking_uri)
     mlflow.set_registry_uri(settings.mlflow_tracking_uri)
-    if settings.mlflow_tracking_uri.startswith("sqlite:///"):
-        Path(settings.mlflow_tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if settings.mlflow_tracking_uri.startswith(sqlite_file.PREFIX):
+        sqlite_file.follow(settings.mlflow_tracking_uri)
     return MlflowClient(settings.mlflow_tracking_uri, settings.mlflow_tracking_uri)
 
 
@@ -60,19 +74,26 @@ def log_model(
     example: np.ndarray,
     tags: dict[str, str],
 ) -> str:
-    """Log ``model`` in the active run, register it, tag the version; returns the version number."""
+    """Log ``model`` in the active run, register it, tag the version; returns the version number.
+
+    The version holds the model's spec and safetensors weights (:mod:`solaris.models.files`) and the pyfunc
+    wrapper as source code: no pickle, so loading it executes nothing stored in the registry.
+    """
     frame = pd.DataFrame(example.astype(np.float32), columns=list(columns))
     with torch.inference_mode():
         output = model.eval()(torch.tensor(frame.to_numpy(np.float32))).numpy()
-    info = mlflow.pytorch.log_model(
-        model,
-        name="model",
-        signature=infer_signature(frame, output),
-        input_example=frame,
-        pip_requirements=PIP_REQUIREMENTS,
-        serialization_format="pickle",  # the models hold side-feature tables; a traced pt2 graph adds nothing
-        registered_model_name=registered_name,
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / files.FOLDER
+        files.save(model, folder)
+        info = mlflow.pyfunc.log_model(
+            name="model",
+            python_model=PYFUNC_CODE,
+            artifacts={files.FOLDER: str(folder)},
+            signature=infer_signature(frame, output),
+            input_example=frame,
+            pip_requirements=PIP_REQUIREMENTS,
+            registered_model_name=registered_name,
+        )
     version = str(info.registered_model_version)
     for key, value in tags.items():
         client.set_model_version_tag(registered_name, version, key, str(value))
@@ -120,7 +141,16 @@ def resolve_champions(client: MlflowClient) -> PinnedVersions:
 
 
 def _load(name: str, version: str) -> torch.nn.Module:
-    return mlflow.pytorch.load_model(f"models:/{name}/{version}", map_location="cpu").eval()
+    """Download the version's files and build the model from them with this package's classes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=f"models:/{name}/{version}", dst_path=tmp))
+        folder = local / "artifacts" / files.FOLDER
+        if not (folder / files.SPEC_FILE).is_file():
+            raise ValueError(
+                f"{name} version {version} has no {files.SPEC_FILE}: it predates safe model files (a pickle, "
+                "which SOLARIS no longer loads); train it again"
+            )
+        return files.load(folder)
 
 
 def load_fm(version: str) -> torch.nn.Module:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from mlflow import MlflowClient
@@ -51,10 +52,15 @@ def test_champion_vm_from_the_registry_scores_like_the_in_process_one(
         registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), pinned.fm, pinned.ae, device="cpu"
     )
     data = build_vm_data(world.log, world.split.eval, world.index, teacher)
-    loaded = mlflow.pytorch.load_model(f"models:/{VM_MODEL}@{CHAMPION}", map_location="cpu")
+    loaded = registry.load_vm(pinned.vm)
     in_process = score(served.model, data.matrix(served.model.config))
     np.testing.assert_allclose(score(loaded, data.matrix(loaded.config)), in_process, rtol=1e-6)
     assert vm_eval(loaded, data)["ne"] == pytest.approx(served.metrics["ne"], rel=1e-6)
+    # MLflow's own view of the same version, by alias: the pyfunc (models from code) serves the same scores.
+    pyfunc = mlflow.pyfunc.load_model(f"models:/{VM_MODEL}@{CHAMPION}")
+    rows = data.matrix(loaded.config)[:64]
+    frame = pd.DataFrame(rows, columns=list(loaded.config.columns()))
+    np.testing.assert_allclose(np.asarray(pyfunc.predict(frame)), in_process[:64], rtol=1e-6)
 
 
 def test_registry_holds_three_models_with_aliases_and_version_links(
