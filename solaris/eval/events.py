@@ -42,6 +42,11 @@ class ServedEvents:
         return ServedEvents(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
 
 
+def concat(parts: list[ServedEvents]) -> ServedEvents:
+    """Events of consecutive spans as one (each part read with its own version's codes and FM)."""
+    return ServedEvents(*(np.concatenate([getattr(p, f) for p in parts]) for f in ServedEvents.__dataclass_fields__))
+
+
 def served_events(
     log: EventLog,
     span: Span,

@@ -20,7 +20,7 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
-from solaris.eval.events import ServedEvents, served_events
+from solaris.eval.events import ServedEvents, concat, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, HourFigures, ModelScore, ReplayReport, SweepPoint
 from solaris.eval.fm_refresh import Chain, first_chain, refresh_hours, switch
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, VM_BASE, check_fm_refresh, protocol
@@ -112,22 +112,27 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         ranker.close()
     serving = chains[-1]
 
-    def events(span: Span, settings: Settings) -> ServedEvents:
-        served, model = settings.data_dir / "served", serving.serving
-        version, fm = model.pinned.embedding_version, serving.fm.model
+    def events(span: Span, settings: Settings, chain: Chain = serving) -> ServedEvents:
+        served, model = settings.data_dir / "served", chain.serving
+        version, fm = model.pinned.embedding_version, chain.fm.model
         return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device)
 
-    # The VMs are refreshed on what the serving version served before the eval span, and the FM's click head
-    # is recalibrated on the same hours (two numbers, fitted on labels the eval never sees).
-    refresh_events = events(Span(serving.first_serving_hour, spans.eval.start), replay.settings)
-    calibrate = PlattScaling.fit(refresh_events.fm_click, refresh_events.click)
-    calibrate_hourly = PlattScaling.fit(refresh_events.fm_click_hourly, refresh_events.click)
+    # Each version's hours read with its own codes and FM; the FM's click head is recalibrated on the serving
+    # version's hours before the eval span (two numbers, fitted on labels the eval never sees).
+    ends = [c.first_serving_hour for c in chains[1:]] + [spans.eval.start]
+    logging_events = concat([events(Span(c.first_serving_hour, end), replay.settings, c) for c, end in zip(chains, ends)])
+    own = logging_events.select(logging_events.hours >= _hour_index(serving.first_serving_hour))
+    calibrate = PlattScaling.fit(own.fm_click, own.click)
+    calibrate_hourly = PlattScaling.fit(own.fm_click_hourly, own.click)
 
     def calibrated(e: ServedEvents) -> ServedEvents:
         return replace(e, fm_click=calibrate(e.fm_click), fm_click_hourly=calibrate_hourly(e.fm_click_hourly))
 
     version = serving.serving.pinned.embedding_version
-    refreshed = replay.phase("refresh every VM", lambda: _refresh(replay, trained, calibrated(refresh_events), version))
+    refreshed = replay.phase(
+        "refresh every VM",
+        lambda: _refresh(replay, trained, calibrated(logging_events), serving.first_serving_hour, version),
+    )
     eval_events = calibrated(events(spans.eval, replay.settings))
     scores = _scores(eval_events, refreshed, config.seed)
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, serving.serving, refreshed, eval_events, events))
@@ -171,15 +176,29 @@ def _replay_span(replay: Replay, ranker: Ranker, span: Span, label: str) -> loop
     return loop.replay_hours(replay.settings, hours_between(span.start, span.end), span.start, params, ranker, label, replay.config.progress)
 
 
-def _refresh(replay: Replay, trained: TrainReport, logging: ServedEvents, version: str) -> dict[str, VerticalModel]:
-    """Every variant refreshed on the served hours before the eval span; the last ``valid_hours`` decide early
-    stopping."""
-    cut = int(logging.hours.max()) - replay.config.valid_hours + 1
-    train, valid = logging.select(logging.hours < cut), logging.select(logging.hours >= cut)
-    if not len(train) or not len(valid):
-        raise ValueError(f"the logging span is too short to hold {replay.config.valid_hours} validation hours")
+def _refresh(
+    replay: Replay, trained: TrainReport, logging: ServedEvents, version_from: datetime, version: str
+) -> dict[str, VerticalModel]:
+    """Every variant refreshed on all the logging hours it may learn from: one that reads the FM (its codes,
+    or its probability as a distillation target) on the hours the serving version served, so it is never fed
+    another version's output; the base VM, which reads nothing of the FM, on the whole logging span, as
+    production would train it. The last ``valid_hours`` decide early stopping for all."""
+    before_cut = logging.hours < int(logging.hours.max()) - replay.config.valid_hours + 1
+    every_hour = logging.select(before_cut)
+    own_hours = logging.select(before_cut & (logging.hours >= _hour_index(version_from)))
+    valid = logging.select(~before_cut)
+    if not len(own_hours) or not len(valid):
+        raise ValueError(f"the served hours before the eval span are too few to hold {replay.config.valid_hours} validation hours")
     fit = replay.config.fit
-    return {v.name: refresh(v, trained.vms[v.first_stage].model, train, valid, fit, version) for v in VARIANTS}
+    return {
+        v.name: refresh(v, trained.vms[v.first_stage].model, own_hours if v.reads_fm else every_hour, valid, fit, version)
+        for v in VARIANTS
+    }
+
+
+def _hour_index(hour: datetime) -> int:
+    """The hour as :attr:`ServedEvents.hours` counts it (hours since the epoch)."""
+    return int(hour.timestamp()) // 3600
 
 
 def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel], seed: int) -> list[ModelScore]:
@@ -202,7 +221,7 @@ def _sweep(
     swept = spans.eval.hours if config.sweep_hours is None else min(config.sweep_hours, spans.eval.hours)
     serve_from = spans.eval.end - swept * HOUR
     warm_start = max(serve_from - config.sweep_warmup_hours * HOUR, spans.logging.start)
-    same_hours = eval_events.select(eval_events.hours >= int(serve_from.timestamp()) // 3600)
+    same_hours = eval_events.select(eval_events.hours >= _hour_index(serve_from))
     reference = {FM: same_hours.fm_click, VM_BASE: predict(variant(VM_BASE), refreshed[VM_BASE], same_hours)}
     points = []
     for fraction in config.sweep:

@@ -24,6 +24,11 @@ class Variant:
     tiers: tuple[str, ...]  # embedding tiers it sees; () for the VMs without embeddings
     distill: bool
 
+    @property
+    def reads_fm(self) -> bool:
+        """Whether its inputs or its target come from the FM: it may only learn from one FM version's output."""
+        return bool(self.tiers) or self.distill
+
 
 VARIANTS = (
     Variant("VM base", "base", (), False),
