@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
-from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, pair_key, pair_matrix, ts_micros
+from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, hour_start_matrix, pair_key, ts_micros
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.splits import Span
 from solaris.models.vm import TIERS
@@ -69,9 +69,7 @@ def served_events(
     fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
     ts = ts_micros(shown["ts"])
     users, items = shown["user_id"].to_numpy(), shown["item_id"].to_numpy()
-    hour_start = ts // US_PER_HOUR * US_PER_HOUR
-    hourly = pair_matrix(users, items, hour_start, np.zeros(len(ts), np.int64), index, fm.config.history)
-    fm_click_hourly = embed(fm, hourly, device=device).probs[:, 0]
+    fm_click_hourly = embed(fm, hour_start_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
     base = base_matrix(users, items, ts, shown["position"].to_numpy())
     blocks = [base]
     for tier in TIERS:

@@ -215,6 +215,14 @@ def fm_matrix(impressions: pa.Table, index: HistoryIndex, n: int) -> np.ndarray:
     return pair_matrix(users, items, ts, impressions["position"].to_numpy(), index, n)
 
 
+def hour_start_matrix(impressions: pa.Table, index: HistoryIndex, n: int) -> np.ndarray:
+    """FM inputs for logged impressions as the precompute builds them: as of the start of each impression's
+    hour, at position 0 (the precompute embeds before the hour's requests and knows no position)."""
+    users, items = impressions["user_id"].to_numpy(), impressions["item_id"].to_numpy()
+    hour_start = ts_micros(impressions["ts"]) // US_PER_HOUR * US_PER_HOUR
+    return pair_matrix(users, items, hour_start, np.zeros(len(hour_start), np.int64), index, n)
+
+
 def pair_matrix(
     users: np.ndarray, items: np.ndarray, ts_us: np.ndarray, position: np.ndarray, index: HistoryIndex, n: int
 ) -> np.ndarray:

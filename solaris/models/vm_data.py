@@ -1,7 +1,8 @@
 """VM examples for a span, with the FM-derived inputs as they would have been served at each impression.
 
-- pair tier: the AE code of the FM embedding of (user, item) as of the impression time (history strictly
-  before it), from an FM that never trained on these hours;
+- pair tier: the AE code of the FM embedding of (user, item) as the precompute makes it (history before the
+  impression's hour, position 0), from an FM that never trained on these hours; the distillation target is
+  the FM's probability as of the impression itself;
 - agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
 - knn tier: zeros and flag 0 here; the precompute/replay supplies neighbour codes as served through
   :meth:`VMData.with_knn`.
@@ -21,7 +22,7 @@ import pyarrow as pa
 
 from solaris.data.eventlog import EventLog
 from solaris.models.autoencoder import Autoencoder, compress
-from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, segment_searchsorted, ts_micros
+from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, hour_start_matrix, segment_searchsorted, ts_micros
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.loader import stream_impressions
 from solaris.models.splits import Span
@@ -123,8 +124,10 @@ def build_vm_datasets(
     first, last = min(s.start for s in spans.values()), max(s.end for s in spans.values())
     parts = []
     for table in stream_impressions(log, Span(max(first - AGG_WINDOW, log.start), last), block_hours):
-        emb = embed(teacher.fm, fm_matrix(table, index, teacher.fm.config.history), device=teacher.device)
-        parts.append(_teacher_columns(table, emb.probs[:, 0], teacher.codes(emb.embedding)))
+        n = teacher.fm.config.history
+        target = embed(teacher.fm, fm_matrix(table, index, n), device=teacher.device).probs[:, 0]
+        served = embed(teacher.fm, hour_start_matrix(table, index, n), device=teacher.device).embedding
+        parts.append(_teacher_columns(table, target, teacher.codes(served)))
     every = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {"ts": np.zeros(0, int)}
     return {name: _select(every, span, teacher.embedding_version) for name, span in spans.items()}
 
