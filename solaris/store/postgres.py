@@ -128,6 +128,7 @@ class PostgresFeatureStore(SqlFeatureStore):
         s = batch.stamp
         params = {"version": s.version, "created_at": s.created_at, "expires_at": s.expires_at, "run_id": s.run_id}
         with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("lock_neighbour_writes"))
             conn.exec_driver_sql(self._sql("create_neighbour_staging"))
             self._copy(conn, "copy_neighbour_staging", [
                 ("int8", batch.user_ids), ("int8", batch.neighbour_ids), ("float4", batch.similarities),
