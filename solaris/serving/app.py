@@ -49,7 +49,16 @@ def _json_integer(value: object) -> object:
     return int(value)
 
 
+def _json_time(value: object) -> object:
+    """A time as JSON Schema's date-time: a string. Pydantic would also read a number, as Unix seconds or
+    milliseconds by its size, so ``"at": 0`` ranked as of 1970 where the schema says a date-time string."""
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 datetime with a timezone, as a JSON string")
+    return value
+
+
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+JsonTime = Annotated[AwareDatetime, BeforeValidator(_json_time)]
 Id = Annotated[JsonInt, Field(ge=0, lt=MAX_EXACT_ID)]
 MAX_POSITION = 1000
 
@@ -105,7 +114,7 @@ def rank_request_model(max_candidates: int) -> type[BaseModel]:
             None, description="slot per item (default: all at the top slot)"
         )
         request_id: Annotated[JsonInt, Field(ge=0, lt=2**63)] | None = None
-        at: AwareDatetime | None = Field(None, description="the time to rank as of (default: now)")
+        at: JsonTime | None = Field(None, description="the time to rank as of (default: now)")
 
         @model_validator(mode="after")
         def _consistent(self) -> "RankRequest":
@@ -156,6 +165,8 @@ def build_service(store: FeatureStore, models: ChampionWatcher | ServingModel, c
             on_failure=lambda error: _served_log_failed(metrics, error),
             child_process=True,
         )
+    if isinstance(models, ChampionWatcher):
+        models.on_failure = lambda stage: metrics.champion_failures.labels(stage).inc()
     ranker = Ranker(store, models, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
     return Service(ranker, models if isinstance(models, ChampionWatcher) else None, config.poll_seconds)
 
@@ -180,8 +191,8 @@ def app_from_env() -> FastAPI:
     """uvicorn's factory in each worker process: settings from ``SOLARIS_*``, the config from the CLI."""
     from solaris.config import get_settings
 
-    # The solaris loggers write to stderr themselves: loading the first VM imports mlflow.pytorch, whose
-    # logging.basicConfig(level=ERROR) would otherwise drop every warning (a champion that cannot load).
+    # The solaris loggers write to stderr themselves: a library's logging.basicConfig (importing mlflow.pytorch
+    # runs one at level ERROR) would otherwise drop every warning (a champion that cannot load).
     configure_logging()
     config = ServiceConfig.from_json(os.environ[CONFIG_ENV])
     return create_app(service_from_settings(get_settings(), config), config)
@@ -215,6 +226,7 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
         "/rank",
         response_model=RankResponse,
         responses={
+            400: {"description": "a body that cannot be decoded: not UTF-8, or nested too deeply"},
             413: {"description": f"request body over {config.max_body_bytes} bytes"},
             503: {"description": "no champion VM loaded yet"},
         },

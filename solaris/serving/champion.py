@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
@@ -20,6 +22,8 @@ from solaris.tracking.registry import CHAMPION, VM_MODEL, PinnedVersions
 from solaris.embedding_version import check_embedding_version
 
 log = logging.getLogger(__name__)
+# What MLflow answers for a registered model with no such alias, and for no such registered model.
+NO_SUCH_ALIAS = frozenset(ErrorCode.Name(code) for code in (INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST))
 
 
 @dataclass(frozen=True)
@@ -49,23 +53,39 @@ class ChampionWatcher:
     """Holds the current :class:`ServingModel`; :meth:`refresh` loads a moved champion off the request path.
 
     A failed load keeps the model that serves (and is retried at the next refresh): a broken registry entry
-    must not take the ranker down.
+    must not take the ranker down. So does MLflow not answering. Each failure is logged, kept in
+    ``last_error`` until a refresh succeeds, and handed to ``on_failure`` with its stage, ``resolve`` or
+    ``load`` (the service counts them in /metrics).
     """
 
-    def __init__(self, client: MlflowClient, load: Callable[[MlflowClient, str], ServingModel] = load_serving_model):
+    def __init__(
+        self,
+        client: MlflowClient,
+        load: Callable[[MlflowClient, str], ServingModel] = load_serving_model,
+        on_failure: Callable[[str], None] | None = None,
+    ):
         self._client = client
         self._load = load
         self._current: ServingModel | None = None
         self._loading = threading.Lock()
         self.last_error: str | None = None
+        self.on_failure = on_failure
 
     @property
     def current(self) -> ServingModel | None:
         return self._current
 
     def champion_version(self) -> str | None:
-        found = registry.version_by_alias(self._client, VM_MODEL, CHAMPION)
-        return None if found is None else str(found.version)
+        """The version ``@champion`` names, None when there is none. MLflow failing to answer raises: it is
+        not "no champion" (``registry.version_by_alias`` takes every MLflow error for one, and the watcher
+        would then say nothing of an unreachable MLflow)."""
+        try:
+            found = self._client.get_model_version_by_alias(VM_MODEL, CHAMPION)
+        except MlflowException as exc:
+            if exc.error_code in NO_SUCH_ALIAS:
+                return None
+            raise
+        return str(found.version)
 
     def refresh(self, wait: bool = False) -> threading.Thread | None:
         """Start loading the champion if it moved; returns the loading thread (joined when ``wait``)."""
@@ -75,10 +95,10 @@ class ChampionWatcher:
             version = self.champion_version()
         except Exception as exc:  # MLflow unreachable: keep serving what we have
             self._loading.release()
-            self.last_error = f"resolving @{CHAMPION}: {exc}"
-            log.warning(self.last_error)
+            self._failed("resolve", f"resolving @{CHAMPION}: {exc}")
             return None
         if version is None or (self._current is not None and self._current.pinned.vm == version):
+            self.last_error = None  # MLflow answered and nothing is to load: an earlier failure is over
             self._loading.release()
             return None
         thread = threading.Thread(target=self._swap_to, args=(version,), name=f"load-vm-{version}", daemon=True)
@@ -94,7 +114,12 @@ class ChampionWatcher:
             self.last_error = None
             log.info("serving %s version %s (embedding version %s)", VM_MODEL, version, model.pinned.embedding_version)
         except Exception as exc:
-            self.last_error = f"loading {VM_MODEL} version {version}: {exc}"
-            log.warning(self.last_error)
+            self._failed("load", f"loading {VM_MODEL} version {version}: {exc}")
         finally:
             self._loading.release()
+
+    def _failed(self, stage: str, message: str) -> None:
+        self.last_error = message
+        log.warning(message)
+        if self.on_failure is not None:
+            self.on_failure(stage)

@@ -17,6 +17,7 @@ from solaris.enrichment.tiers import TIER_NAMES
 # Fine below 20 ms, where the serving targets are.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1.0)
 STORE_FAILURES = ("error", "timeout", "overloaded")
+CHAMPION_FAILURES = ("resolve", "load")
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client when it is first imported
 
 
@@ -40,6 +41,13 @@ class RankerMetrics:
             "Served-log batches the writer failed to build or write (rows lost; see the service's log)",
             registry=self.registry,
         )
+        self.champion_failures = Counter(
+            "solaris_champion_refresh_failures",
+            "Champion refreshes that failed, by stage: resolve (MLflow did not answer) or load (the new champion"
+            " could not be loaded or cannot serve); the VM serving stays",
+            ["stage"],
+            registry=self.registry,
+        )
         self.responses = Counter(
             "solaris_http_responses",
             "HTTP responses by endpoint (the route's path; other for unknown paths) and status code",
@@ -58,6 +66,8 @@ class RankerMetrics:
             self.candidates.labels(tier)
         for kind in STORE_FAILURES:
             self.store_failures.labels(kind)
+        for stage in CHAMPION_FAILURES:
+            self.champion_failures.labels(stage)
 
     def serving(self, vm_version: str, embedding_version: str) -> None:
         if self._serving not in (None, (vm_version, embedding_version)):

@@ -3,17 +3,25 @@ request never pairs one VM with another version's embeddings; a bad champion nev
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import T, Layout
+from conftest import T, Layout, lay_out
+from fastapi.testclient import TestClient
+from mlflow import MlflowClient
+from mlflow_state import mlflow_http_server
+from tcp_proxy import TcpProxy
 
 from solaris.config import Settings
 from solaris.serving import Ranker
+from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ChampionWatcher, ServingModel, load_serving_model
+from solaris.store import SqliteStoreConfig, open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 from solaris.tracking.registry import CHAMPION, VM_MODEL
@@ -22,12 +30,18 @@ Trained = tuple[Settings, World, TrainReport]
 
 
 @pytest.fixture
-def watcher(trained: Trained) -> Iterator[ChampionWatcher]:
-    """A watcher on the session's registry; the champion alias is put back afterwards (tests share it)."""
+def restore_champion(trained: Trained) -> Iterator[MlflowClient]:
+    """A client on the session's registry; the champion alias is put back afterwards (tests share it)."""
     client = registry.connect(trained[0])
     original = registry.resolve_champions(client).vm
-    yield ChampionWatcher(client)
+    yield client
     registry.set_alias(client, VM_MODEL, CHAMPION, original)
+
+
+@pytest.fixture
+def watcher(restore_champion: MlflowClient) -> ChampionWatcher:
+    """A watcher on the session's registry."""
+    return ChampionWatcher(restore_champion)
 
 
 def move_champion(trained: Trained, variant: str) -> str:
@@ -91,3 +105,55 @@ def test_requests_during_swaps_never_mix_a_vm_with_another_version(
         assert s.embedding_version == model.pinned.embedding_version
         with torch.inference_mode():
             np.testing.assert_allclose(s.scores, model.vm(torch.from_numpy(s.inputs)).numpy(), rtol=1e-6)
+
+
+def refresh_failures(metrics: str, stage: str) -> float:
+    [line] = [ln for ln in metrics.splitlines() if ln.startswith(f'solaris_champion_refresh_failures_total{{stage="{stage}"}}')]
+    return float(line.split()[-1])
+
+
+def test_mlflow_unreachable_keeps_the_vm_serving_counts_the_failure_and_recovers(
+    trained: Trained, restore_champion: MlflowClient, champion: ServingModel, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """MLflow as a server reached through a proxy the test cuts: a refresh while it is away fails, is logged
+    and counted in /metrics, and the service keeps answering with the VM it has; once MLflow answers again the
+    next refresh loads the champion that moved meanwhile. (An unreachable MLflow used to be taken for "no
+    champion": nothing logged, nothing counted.)"""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # fail at once, not after minutes of backoff
+    store = lay_out(open_store(SqliteStoreConfig(tmp_path / "store.db"), init=True), champion).store
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("solaris.serving.champion").addHandler(handler)
+    request = {"user_id": 1, "items": [10, 11], "at": T.isoformat()}
+    config = ServiceConfig(poll_seconds=3600)  # refreshed by the test only
+    with mlflow_http_server(trained[0].mlflow_tracking_uri) as port:
+        proxy = TcpProxy(port)
+        url = f"http://127.0.0.1:{proxy.port}"
+        service = build_service(store, ChampionWatcher(MlflowClient(url, url)), config)
+        try:
+            with TestClient(create_app(service, config)) as client:  # starting loads @champion through the proxy
+                serving = client.post("/rank", json=request).json()["vm_version"]
+                assert serving == champion.pinned.vm
+
+                proxy.down()
+                moved = move_champion(trained, "solaris_distilled")
+                service.watcher.refresh(wait=True)
+                cut = client.post("/rank", json=request)
+                metrics = client.get("/metrics").text
+                assert cut.status_code == 200 and cut.json()["vm_version"] == serving != moved
+                assert refresh_failures(metrics, "resolve") == 1 and refresh_failures(metrics, "load") == 0
+                assert f"resolving @{CHAMPION}" in (service.watcher.last_error or "")
+                assert any(f"resolving @{CHAMPION}" in r.getMessage() for r in records)
+                assert client.get("/readyz").status_code == 200
+
+                proxy.up()
+                service.watcher.refresh(wait=True)
+                assert client.post("/rank", json=request).json()["vm_version"] == moved
+                assert service.watcher.last_error is None
+                assert refresh_failures(client.get("/metrics").text, "resolve") == 1
+        finally:
+            logging.getLogger("solaris.serving.champion").removeHandler(handler)
+            proxy.close()
+            store.close()
