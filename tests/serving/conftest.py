@@ -64,19 +64,29 @@ def layout(make_store: StoreFactory, champion: ServingModel) -> Layout:
 
 
 @pytest.fixture
-def proxied(pg_url: str, champion: ServingModel) -> Iterator[tuple[Ranker, TcpProxy]]:
-    """A laid-out PostgreSQL store reached through a proxy the test can cut; ranker with a 0.5 s timeout."""
+def proxied_store_url(pg_url: str, champion: ServingModel) -> Iterator[tuple[str, TcpProxy]]:
+    """A laid-out PostgreSQL store reached through a proxy the test can cut: its URL (through the proxy, with
+    its schema) and the proxy."""
     url = sa.make_url(pg_url)
     proxy = TcpProxy(url.port or 5432)
     schema = f"proxy_{uuid.uuid4().hex[:10]}"
-    store = open_store(PostgresStoreConfig(url.set(port=proxy.port).render_as_string(False), schema=schema), init=True)
-    lay_out(store, champion)
-    ranker = Ranker(store, champion, store_timeout_s=0.5)
-    yield ranker, proxy
-    ranker.close()
-    store.close()
+    through = url.set(port=proxy.port).render_as_string(False)
+    with open_store(PostgresStoreConfig(through, schema=schema), init=True) as store:
+        lay_out(store, champion)
+    yield f"{through}?schema={schema}", proxy
     proxy.close()
     engine = sa.create_engine(pg_url)
     with engine.begin() as conn:
         conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     engine.dispose()
+
+
+@pytest.fixture
+def proxied(proxied_store_url: tuple[str, TcpProxy], champion: ServingModel) -> Iterator[tuple[Ranker, TcpProxy]]:
+    """The proxied store's ranker, with a 0.5 s timeout."""
+    url, proxy = proxied_store_url
+    store = open_store(url)
+    ranker = Ranker(store, champion, store_timeout_s=0.5)
+    yield ranker, proxy
+    ranker.close()
+    store.close()

@@ -48,3 +48,15 @@ def start_serve(settings: Settings, *flags: str) -> tuple[subprocess.Popen[bytes
         os.killpg(server.pid, signal.SIGKILL)
         server.wait(timeout=10)
         raise
+
+
+def stop_serve(server: subprocess.Popen[bytes], within_s: float = 30.0) -> None:
+    """SIGTERM to the service's process group, as `solaris stack down` sends; SIGKILL if it outlives ``within_s``."""
+    try:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=within_s)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=10)

@@ -1,19 +1,26 @@
 """The store fails, stalls and comes back (PostgreSQL behind a proxy the test controls): the ranker always
 answers, with tier none while the store is away, and recovers by itself. Both read paths: waited for on
-the calling thread (``rank``) and awaited on an event loop (``rank_async``, the HTTP service's)."""
+the calling thread (``rank``) and awaited on an event loop (``rank_async``, the HTTP service's); and the
+real `solaris serve` over HTTP through a store "restart"."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
+from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from conftest import T
+from serve_process import start_serve, stop_serve
 from tcp_proxy import TcpProxy
 
+from solaris.config import Settings
 from solaris.serving import Ranker
 from solaris.serving.ranker import Served
+from solaris.training.jobs import TrainReport, World
 
 CANDIDATES = np.array([10, 11, 12])
 
@@ -74,3 +81,42 @@ def test_reads_piling_up_on_a_stalled_store_are_not_queued_behind(proxied: tuple
     assert overloaded.tier_names() == ["none"] * 3 and failures(ranker, "overloaded") == 1
     proxy.delay_s = 0.0
     ranker.close()
+
+
+RECOVERY_DEADLINE_S = 120  # generous: recovery is asserted to happen, not how fast
+
+
+def test_served_http_rides_out_a_store_restart(
+    proxied_store_url: tuple[str, TcpProxy], trained: tuple[Settings, World, TrainReport], tmp_path: Path
+) -> None:
+    """`solaris serve` on PostgreSQL, the store "restarted" under it (every connection dropped, new ones
+    refused, then accepted again): while it is away every /rank is a 200 with tier none, never a 5xx; once it
+    is back the answers come from the store again without anyone touching the service."""
+    url, proxy = proxied_store_url
+    settings = trained[0].with_overrides(data_dir=tmp_path / "var", store_url=url)
+    server, base = start_serve(settings, "--no-served-log", "--store-timeout-ms", "5000")
+    request = {"user_id": 1, "items": [10, 11, 12], "at": T.isoformat()}
+    try:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            healthy = client.post("/rank", json=request)
+            assert healthy.status_code == 200 and healthy.json()["store"] == "ok"
+            assert healthy.json()["tiers"] == ["pair", "agg", "agg"]
+
+            proxy.down()
+            for _ in range(5):
+                away = client.post("/rank", json=request)
+                assert away.status_code == 200, away.text
+                assert away.json()["tiers"] == ["none"] * 3 and away.json()["store"] != "ok"
+
+            proxy.up()
+            deadline = time.monotonic() + RECOVERY_DEADLINE_S
+            while (back := client.post("/rank", json=request)).json()["store"] != "ok":
+                assert back.status_code == 200, back.text
+                assert time.monotonic() < deadline, f"no answer from the store {RECOVERY_DEADLINE_S} s after it came back"
+                time.sleep(0.2)
+            assert back.status_code == 200 and back.json()["tiers"] == healthy.json()["tiers"]
+            assert back.json()["scores"] == healthy.json()["scores"]
+            [counted] = [ln for ln in client.get("/metrics").text.splitlines() if 'failures_total{kind="error"}' in ln]
+            assert float(counted.split()[-1]) >= 5
+    finally:
+        stop_serve(server)
