@@ -13,12 +13,16 @@ CASES = {
     "main, no hours": (["main", "--hours", "0"], "--hours must be at least 1, got 0"),
     "main, no shards": (["main", "--shards", "0"], r"shards must be in [1, 64], got 0"),
     "serve, no workers": (["serve", "--workers", "0"], "--workers must be at least 1, got 0"),
+    "serve, no such port": (["serve", "--port", "70000"], "--port must be in [0, 65535], got 70000"),
     "store stats, not a time": (
         ["store", "stats", "--version", "fm1-ae1-d32", "--at", "garbage"],
         "'garbage' is not an ISO time",
     ),
     "replay, TTL out of bounds": (["replay", "--preset", "tiny", "--ttl-hours", "0"], "ttl_hours must be in [1, 48]"),
     "replay, no seeds": (["replay", "--seeds"], "--seeds: expected at least one argument"),
+    "replay, no swept hours": (["replay", "--sweep-hours", "0"], "--sweep-hours must be at least 1, got 0"),
+    "replay, negative warm-up": (["replay", "--sweep-warmup-hours", "-1"], "--sweep-warmup-hours must be at least 0"),
+    "replay, unknown FM cadence": (["replay", "--fm-refresh", "hourly"], "invalid choice: 'hourly'"),
     "train, unknown variant": (["train", "vm", "--variant", "nope"], "--variant 'nope': choose one of"),
     "data generate, unknown preset": (["data", "generate", "--preset", "nope"], "--preset 'nope'"),
 }

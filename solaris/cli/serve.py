@@ -34,6 +34,8 @@ def run_service(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    if not 0 <= args.port <= 65535:  # uvicorn would start the app, fail to bind, and hang instead of exiting
+        raise ValueError(f"--port must be in [0, 65535], got {args.port}")
     settings = get_settings()
     config = ServiceConfig(
         max_candidates=args.max_candidates,

@@ -36,6 +36,10 @@ class ReplayRequest:
 
     def __post_init__(self) -> None:
         check_fm_refresh(self.fm_refresh)
+        if self.sweep_warmup_hours < 0:
+            raise ValueError(f"--sweep-warmup-hours must be at least 0, got {self.sweep_warmup_hours}")
+        if self.sweep_hours is not None and self.sweep_hours < 1:
+            raise ValueError(f"--sweep-hours must be at least 1, got {self.sweep_hours}")
         if sum(x is not None for x in (self.preset, self.world, self.log)) != 1:
             raise ValueError("a replay needs exactly one of preset, world or log")
         if not self.seeds:
