@@ -30,7 +30,7 @@ CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_f
 HOUR = timedelta(hours=30)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def dag_settings(
     request: pytest.FixtureRequest,
     trained: tuple[Settings, World, TrainReport],

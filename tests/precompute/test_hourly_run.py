@@ -34,7 +34,7 @@ def fixed_clock() -> datetime:
     return datetime(2030, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def run_settings(
     request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
 ) -> Settings:

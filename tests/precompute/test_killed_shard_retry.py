@@ -75,7 +75,7 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def two_stores(
     request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
 ) -> tuple[Settings, Settings]:
