@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test test-integration bench clean
 
 setup: $(STAMP)
 
@@ -21,7 +21,11 @@ run: $(STAMP)
 	$(BIN)/solaris main
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+# Long end-to-end runs (minutes each), kept out of the default suite; CI runs them after it.
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
