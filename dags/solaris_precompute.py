@@ -11,6 +11,7 @@ For the hour starting at the end of the run's data interval, using only data bef
 5. **embed_shard** embeds one shard of the selection with the FM and compresses it with the AE, fanned out
    over `shards` mapped tasks in the `gpu` pool and queue;
 6. **write_pairs**, **aggregates**, **neighbours** fill the feature store's three tiers (TTL `ttl_hours`);
+   **user_vectors** gives **neighbours** the FM's user vector of every active user, with or without codes;
 7. **expire** sweeps expired rows; **finish** closes the run record and logs metrics to MLflow.
 
 A run triggered without a logical date (the REST API's default) precomputes the hour of its `run_after`.

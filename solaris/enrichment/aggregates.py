@@ -26,14 +26,6 @@ def _utc_datetime64(t: datetime) -> np.datetime64:
     return np.datetime64(as_utc(t).replace(tzinfo=None), "us")
 
 
-def _sorted_unique(ids: np.ndarray, what: str) -> np.ndarray:
-    ids = np.asarray(ids, dtype=np.int64)
-    bad = np.flatnonzero(np.diff(ids) <= 0)
-    if len(bad):
-        raise ValueError(f"{what} must be sorted and unique; position {bad[0] + 1} holds {ids[bad[0] + 1]}")
-    return ids
-
-
 def user_aggregates(
     pair_user_ids: np.ndarray,
     pair_vectors: np.ndarray,
@@ -72,31 +64,3 @@ def user_aggregates(
     counts = np.diff(np.r_[starts, len(users)])
     return users[starts], (sums / counts[:, None]).astype(np.float32), counts.astype(np.int64)
 
-
-def changed_users(
-    previous_ids: np.ndarray,
-    previous_vectors: np.ndarray,
-    user_ids: np.ndarray,
-    vectors: np.ndarray,
-    tolerance: float = 1e-4,
-) -> np.ndarray:
-    """Users whose aggregate is new or moved by more than ``tolerance`` (cosine distance) since last run.
-
-    The KNN table re-queries only these users; the tolerance stops float noise from re-querying everyone.
-    Both id arrays must be sorted and unique, as :func:`user_aggregates` returns them.
-    """
-    previous_ids = _sorted_unique(previous_ids, "previous_ids")
-    user_ids = _sorted_unique(user_ids, "user_ids")
-    if not len(previous_ids):
-        return user_ids
-    pos = np.searchsorted(previous_ids, user_ids).clip(max=len(previous_ids) - 1)
-    known = previous_ids[pos] == user_ids
-    moved = np.ones(len(user_ids), bool)
-    if known.any():
-        old = np.asarray(previous_vectors, np.float64)[pos[known]]
-        new = np.asarray(vectors, np.float64)[known]
-        cosine = np.einsum("ij,ij->i", old, new) / (
-            np.linalg.norm(old, axis=1) * np.linalg.norm(new, axis=1) + 1e-12
-        )
-        moved[known] = (1.0 - cosine) > tolerance
-    return user_ids[moved]

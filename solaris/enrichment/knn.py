@@ -1,17 +1,19 @@
-"""The user KNN neighbour table: for each user, the ``k`` most similar users by aggregate embedding.
+"""The user KNN neighbour table: for each user, the ``k`` most similar users among those who can lend a code.
 
-It backs the third serving tier: when neither the pair nor the user aggregate is fresh enough, the ranker
-borrows the neighbours' embeddings for the same item. Similarity is cosine (vectors L2-normalised, inner
-product). Below ``exact_threshold`` users an exact flat index is cheap enough; above it an HNSW graph trades a
-little recall for speed (an exact all-users search grows as n^2 and takes hours at a million users).
+It backs the neighbour serving tier, which for (user, item) serves the similarity-weighted mean of the
+neighbours' fresh pair codes for the same item (``read_tiers.sql``). So the index holds only the users with
+fresh pair codes (the ``pool``), and every user who may be served is a query, including users with no pair
+code and no aggregate of their own, for whom this is the only tier. Every one of them needs a vector: the
+precompute uses the FM's user vector (:mod:`solaris.precompute.knn_users` says why).
 
-Incremental update: only users who are new, whose aggregate changed, or whose stored neighbours include a
-user that no longer exists are re-queried; everyone else keeps last run's row. The staleness this leaves:
-an unchanged user does not see that a changed or new user has moved close to it, nor that a neighbour moved
-away, until it is re-queried or a full rebuild runs (``full_rebuild=True``; the DAG can schedule one daily).
-``requery_neighbours_of_changed=True`` also re-queries every user whose row holds a changed user, which
-removes the second kind. Measured on clustered vectors (bench/bench_knn.py, 10k users, 5% changed): recall
-against a full rebuild 0.958 for the plain update, 0.999 with that flag, which re-queries about 43% of users.
+Similarity is cosine (vectors L2-normalised, inner product). Below ``exact_threshold`` pooled users an exact
+flat index is cheapest; from there an HNSW graph is (a flat query costs time linear in the pool). Measured by
+bench/bench_knn.py (2 cores, 32-d, k=10, n users pooled and queried): at 50k flat took 10 s, HNSW (M 32,
+efSearch 128) 5 s on clustered and 12 s on near-random vectors; at 200k flat about 175 s, HNSW 46 s and
+103 s, recall@10 0.993-0.999. IVF (4 sqrt(n) cells, nprobe 32) was faster still, 25 s at 200k, but found only
+0.57-0.72 of the true neighbours of near-random vectors, and nothing promises the user vectors cluster.
+The graph is inserted on one thread (no slower on 2 cores, measured): a multi-threaded HNSW insert may depend
+on thread timing, and a rerun of an hour must write the same rows; the search, read-only, uses every thread.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import faiss
 import numpy as np
 
 PAD_ID = -1
+#: Pool size from which HNSW beats the exact flat index (bench/bench_knn.py: about equal at 50k).
+EXACT_THRESHOLD = 50_000
 
 
 @dataclass(frozen=True)
@@ -68,67 +72,63 @@ def _validated(user_ids: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.nd
     return user_ids, vectors / norms[:, None]
 
 
-def _index(
-    vectors: np.ndarray, exact: bool, hnsw_m: int, ef_construction: int, ef_search: int
+def pool_index(
+    vectors: np.ndarray,
+    *,
+    exact_threshold: int = EXACT_THRESHOLD,
+    hnsw_m: int = 32,
+    ef_construction: int = 80,
+    ef_search: int = 128,
 ) -> faiss.Index:
+    """The pool's index: flat below ``exact_threshold`` vectors, else an HNSW graph, inserted on one thread
+    so that the same vectors always give the same graph (and a rerun the same rows)."""
     dim = vectors.shape[1]
-    if exact:
+    if len(vectors) < exact_threshold:
         index = faiss.IndexFlatIP(dim)
-    else:
-        index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = ef_construction
-        index.hnsw.efSearch = ef_search
-    index.add(vectors)
+        index.add(vectors)
+        return index
+    index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ef_construction
+    index.hnsw.efSearch = ef_search
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        index.add(vectors)
+    finally:
+        faiss.omp_set_num_threads(threads)
     return index
 
 
 def _search(
-    index: faiss.Index, all_ids: np.ndarray, query_pos: np.ndarray, vectors: np.ndarray, k: int
+    index: faiss.Index, pool_ids: np.ndarray, query_ids: np.ndarray, queries: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k neighbours other than the user itself.
+    """Top-k pooled neighbours other than the user itself.
 
-    One extra result is asked for so that dropping the user's own hit still leaves k. Self is found by
-    position, not by similarity, because a different user with an identical vector also scores 1.0.
+    One extra result is asked for so that dropping the user's own hit still leaves k. Self is found by id,
+    not by similarity, because a different user with an identical vector also scores 1.0.
     """
-    sims, labels = index.search(vectors[query_pos], k + 1)
-    is_self = labels == query_pos[:, None]
+    sims, labels = index.search(queries, k + 1)
+    is_self = pool_ids[labels.clip(min=0)] == query_ids[:, None]
     missing = labels < 0
     # Stable sort moves self and missing slots to the end while keeping the similarity order of the rest.
     keep = np.argsort(is_self | missing, axis=1, kind="stable")[:, :k]
     labels = np.take_along_axis(labels, keep, axis=1)
     sims = np.take_along_axis(sims, keep, axis=1)
     dropped = np.take_along_axis(is_self | missing, keep, axis=1)
-    ids = np.where(dropped, PAD_ID, all_ids[labels.clip(min=0)])
+    ids = np.where(dropped, PAD_ID, pool_ids[labels.clip(min=0)])
     return ids.astype(np.int64), np.where(dropped, 0.0, sims).astype(np.float32)
 
 
-def users_to_requery(
-    user_ids: np.ndarray,
-    changed_user_ids: np.ndarray,
-    previous: NeighbourTable,
-    k: int,
-    neighbours_of_changed: bool = False,
-) -> np.ndarray:
-    """Sorted ids of the users an incremental build must search for.
-
-    Beyond new and changed users, a user is re-queried when a stored neighbour no longer exists (its row
-    would point at nothing), when its row has empty slots that the current population could fill, and,
-    with ``neighbours_of_changed``, when a stored neighbour is a changed user.
-    """
-    if previous.k != k:
-        raise ValueError(f"previous table has k={previous.k}, asked for k={k}; use full_rebuild=True")
-    user_ids = np.unique(np.asarray(user_ids, dtype=np.int64))
-    still_here = np.isin(previous.user_ids, user_ids)
-    rows = previous.neighbour_ids[still_here]
-    padded = rows == PAD_ID
-    broken = (~padded & ~np.isin(rows, user_ids)).any(axis=1)
-    if len(user_ids) > k:
-        broken |= padded.any(axis=1)
-    if neighbours_of_changed:
-        broken |= np.isin(rows, changed_user_ids).any(axis=1)
-    new = ~np.isin(user_ids, previous.user_ids)
-    changed = np.isin(user_ids, changed_user_ids)
-    return user_ids[new | changed | np.isin(user_ids, previous.user_ids[still_here][broken])]
+def _pool_positions(ids: np.ndarray, pool: np.ndarray | None) -> np.ndarray:
+    """Positions in ``ids`` of the pooled users (all of them without a pool); a pooled id needs a vector."""
+    if pool is None:
+        return np.arange(len(ids))
+    pool = np.unique(np.asarray(pool, dtype=np.int64))
+    pos = np.searchsorted(ids, pool).clip(max=max(len(ids) - 1, 0))
+    known = ids[pos] == pool if len(ids) else np.zeros(len(pool), bool)
+    if not known.all():
+        raise ValueError(f"pooled user {pool[~known][0]} has no vector among the users")
+    return pos
 
 
 def build_neighbours(
@@ -136,39 +136,28 @@ def build_neighbours(
     vectors: np.ndarray,
     k: int,
     *,
-    exact_threshold: int = 50_000,
-    previous: NeighbourTable | None = None,
-    changed_user_ids: np.ndarray | None = None,
-    full_rebuild: bool = False,
-    requery_neighbours_of_changed: bool = False,
+    pool: np.ndarray | None = None,
+    exact_threshold: int = EXACT_THRESHOLD,
     hnsw_m: int = 32,
     ef_construction: int = 80,
     ef_search: int = 128,
     threads: int = 2,
 ) -> NeighbourTable:
-    """The neighbour table for the current users, reusing ``previous`` rows for users that did not change.
+    """Every user's ``k`` most similar users among ``pool`` (default: among all of them), never itself.
 
-    The index always holds every current user (anyone may be a changed user's neighbour); only the
-    re-queried users are searched, which is where an all-users build spends its time. ``threads`` sets
+    Every user is searched, pooled or not: a user outside the pool (no pair code to lend) still needs
+    neighbours who have one. Rows with fewer than ``k`` pooled candidates are padded. ``threads`` sets
     faiss's OpenMP pool (process-wide; our workers have 2 cores).
     """
     ids, unit = _validated(user_ids, vectors, k)
-    if previous is None or full_rebuild:
-        query_ids = ids
-    elif changed_user_ids is None:
-        raise ValueError("an incremental build needs changed_user_ids (or full_rebuild=True)")
-    else:
-        changed = np.asarray(changed_user_ids, np.int64)
-        query_ids = users_to_requery(ids, changed, previous, k, requery_neighbours_of_changed)
-    faiss.omp_set_num_threads(threads)
-    index = _index(unit, len(ids) < exact_threshold, hnsw_m, ef_construction, ef_search)
-    query_pos = np.searchsorted(ids, query_ids)
+    pooled = _pool_positions(ids, pool)
     neighbour_ids = np.full((len(ids), k), PAD_ID, np.int64)
     similarities = np.zeros((len(ids), k), np.float32)
-    neighbour_ids[query_pos], similarities[query_pos] = _search(index, ids, query_pos, unit, k)
-    kept = np.setdiff1d(ids, query_ids, assume_unique=True)
-    if len(kept):
-        old = previous.rows(kept)
-        kept_pos = np.searchsorted(ids, kept)
-        neighbour_ids[kept_pos], similarities[kept_pos] = old.neighbour_ids, old.similarities
+    if len(pooled) and len(ids):
+        faiss.omp_set_num_threads(threads)
+        index = pool_index(
+            unit[pooled], exact_threshold=exact_threshold, hnsw_m=hnsw_m, ef_construction=ef_construction,
+            ef_search=ef_search,
+        )  # fmt: skip
+        neighbour_ids, similarities = _search(index, ids[pooled], ids, unit, k)
     return NeighbourTable(ids, neighbour_ids, similarities)

@@ -136,3 +136,16 @@ def embed(model: FoundationModel, matrix: np.ndarray, batch_size: int = 8192, de
         embedding=np.concatenate(embeddings) if embeddings else np.zeros((0, dim), np.float32),
         probs=np.concatenate(probs) if probs else np.zeros((0, len(TASKS)), np.float32),
     )
+
+
+def user_vectors(model: FoundationModel, user_ids: np.ndarray) -> np.ndarray:
+    """The FM's user representation, its id embedding plus its side-feature embeddings: [n, id_dim] float32.
+
+    The user KNN's vector: every user in the FM's table has one, history or not (a user who signed up but
+    never requested too), and it is what the FM learnt the user's taste in; an id the FM does not know gets
+    its learned 'unknown' row.
+    """
+    embedding = model.user
+    ids = torch.as_tensor(np.asarray(user_ids, dtype=np.int64), device=embedding.ids.weight.device)
+    with torch.inference_mode():
+        return embedding(embedding.rows(ids)).float().cpu().numpy()

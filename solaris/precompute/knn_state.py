@@ -1,9 +1,10 @@
-"""What the incremental KNN step keeps between runs: each run's user aggregates and neighbour table.
+"""What the KNN step keeps between runs: each run's neighbour table and the user vectors it was built from.
 
-The neighbour table is rebuilt for changed users only, so each run needs the previous aggregates (to see
-who changed) and the previous rows (to keep the others). One Parquet file per run hour and embedding
-version, written atomically after the store write; a run starts from the newest file of an earlier hour,
-so a retry or rerun of an hour starts from what its first attempt started from and recomputes the same rows.
+Every run recomputes every row but writes to the store only the rows that differ from the previous run's
+(on the tiny replay about 13% of them change from one hour to the next), so each run needs the previous
+rows. One Parquet file per run hour and embedding version, written atomically after the store write; a run
+starts from the newest file of an earlier hour, so a retry or rerun of an hour starts from what its first
+attempt started from and writes the same rows.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ FULL_BUILT_AT = b"solaris.full_built_at"
 @dataclass(frozen=True)
 class KnnState:
     user_ids: np.ndarray  # [n] sorted
-    vectors: np.ndarray  # [n, dim] the aggregates the table was built from
+    vectors: np.ndarray  # [n, dim] the user vectors the table was built from
     table: NeighbourTable
     full_built_at: datetime  # the interval start of the last full rebuild
 

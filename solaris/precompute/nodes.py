@@ -27,15 +27,15 @@ import pyarrow.compute as pc
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.enrichment.aggregates import changed_users, user_aggregates
+from solaris.enrichment.aggregates import user_aggregates
 from solaris.enrichment.knn import NeighbourTable, build_neighbours
-from solaris.precompute import knn_state, quality
+from solaris.precompute import knn_state, knn_users, quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import AGGREGATES, CODES, POOL, PRECOMPUTE, SELECTED
+from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, USER_VECTORS
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses, select_top_fraction
 from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
 from solaris.precompute.staging import Staging, StepStaging
@@ -258,38 +258,66 @@ def aggregates(run: HourRun, settings: Settings) -> Meta:
         meta["aggregates_written"] = store.write_user_aggregates(
             run.run_key, run.embedding_version, ids, means, counts, window, start, run.expires_at
         )
-        vectors = pa.FixedSizeListArray.from_arrays(pa.array(means.ravel()), run.code_dim)
-        step_staging(settings, run, "aggregates").write(AGGREGATES, pa.table({"user_id": ids, "vector": vectors}))
+    return meta
+
+
+def user_vectors(run: HourRun, settings: Settings) -> Meta:
+    """The FM's user vector of every user the KNN covers (:mod:`.knn_users`): the active users, and the users
+    with a pair code fresh during the hour (``pooled``: the only possible neighbours)."""
+    from solaris.models.fm import FoundationModel
+    from solaris.models.fm import user_vectors as fm_user_vectors
+    from solaris.tracking import registry
+
+    with timed({}) as meta:
+        start = run.interval_start
+        pooled = knn_users.with_fresh_codes(code_log(settings, run), start, run.params.ttl_hours)
+        active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
+        ids = np.union1d(active, pooled)
+        registry.connect(settings)
+        fm = registry.load_fm(run.fm_version)
+        if not isinstance(fm, FoundationModel):
+            raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
+        vectors = fm_user_vectors(fm, ids)
+        table = pa.table(
+            {
+                "user_id": pa.array(ids, pa.int64()),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
+                "pooled": pa.array(np.isin(ids, pooled)),
+            }
+        )
+        meta["rows"] = step_staging(settings, run, "user_vectors").write(USER_VECTORS, table)["rows"]
+        meta |= {"knn_users": len(ids), "knn_pool": len(pooled)}
     return meta
 
 
 def neighbours(run: HourRun, settings: Settings) -> Meta:
-    """The user KNN table, recomputed for changed users (all users every ``knn_rebuild_hours``)."""
+    """The hour's user KNN table: each covered user's ``knn_k`` nearest pooled users, one index per embedding
+    version per hour (the pool changes every hour). Only rows that differ from the last run's go to the store,
+    all of them every ``knn_rebuild_hours``, so a row lives that long."""
     with timed({}) as meta, open_configured_store(settings) as store:
-        table = step_staging(settings, run, "neighbours").read(AGGREGATES)
+        table = step_staging(settings, run, "neighbours").read(USER_VECTORS)
         ids = table["user_id"].to_numpy()
-        vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), run.code_dim)
+        dim = table.schema.field("vector").type.list_size
+        vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), dim)
+        pool = ids[table["pooled"].to_numpy(zero_copy_only=False)]
+        p, start = run.params, run.interval_start
+        built = build_neighbours(ids, vectors, p.knn_k, pool=pool)
         folder = knn_state_dir(settings, run)
-        previous = knn_state.load_before(folder, run.interval_start)
-        p = run.params
+        previous = knn_state.load_before(folder, start)
         full = previous is None or previous.table.k != p.knn_k or (
-            run.interval_start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours)
+            start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours)
         )
-        if full:
-            built = build_neighbours(ids, vectors, p.knn_k, full_rebuild=True)
-            rows, built_at = built.user_ids, run.interval_start
-        else:
-            changed = changed_users(previous.user_ids, previous.vectors, ids, vectors)
-            built = build_neighbours(ids, vectors, p.knn_k, previous=previous.table, changed_user_ids=changed)
+        rows, built_at = built.user_ids, start
+        if not full:
             rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
         part = built.rows(rows)
         meta["neighbours_written"] = store.write_user_neighbours(
             run.run_key, run.embedding_version, part.user_ids, part.neighbour_ids, part.similarities,
-            run.interval_start, run.interval_start + timedelta(hours=p.knn_rebuild_hours),
+            start, start + timedelta(hours=p.knn_rebuild_hours),
         )  # fmt: skip
-        knn_state.save(folder, run.interval_start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
-        knn_state.prune(folder, run.interval_start - timedelta(hours=1))
-        meta |= {"knn_users": len(ids), "knn_rows_recomputed": len(rows), "knn_full_rebuild": int(full)}
+        knn_state.save(folder, start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
+        knn_state.prune(folder, start - timedelta(hours=1))
+        meta |= {"knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
     return meta
 
 

@@ -63,9 +63,11 @@ class PrecomputeParams:
     per_user_cap: int = knob(50, "speculative pairs selected per user at most", minimum=1)
     window_hours: int = knob(24, "hours of pair codes a user aggregate averages", minimum=1)
     knn_k: int = knob(10, "neighbours kept per user", minimum=1)
-    # Unchanged users keep last run's neighbour row; every ``knn_rebuild_hours`` all rows are recomputed, so
-    # neighbour rows live that long.
-    knn_rebuild_hours: int = knob(24, "hours between full rebuilds of the KNN table", minimum=1)
+    # Users with a request or a sign-up this recent get a neighbour row (new users have no other tier).
+    knn_lookback_hours: int = knob(168, "hours of requests and sign-ups that give a user a neighbour row", minimum=1)
+    # Every run recomputes every row but writes only the rows that changed; every ``knn_rebuild_hours`` it
+    # writes them all, so neighbour rows live that long.
+    knn_rebuild_hours: int = knob(24, "hours between full rewrites of the KNN table", minimum=1)
     # Impressions read for the FM's history and exposure counts (its longest count window is 72 h).
     history_hours: int = knob(168, "hours of impressions the FM reads as history", minimum=1)
     # The code log's readers look back at most ``window_hours`` (the user aggregates), ``ttl_hours`` (the

@@ -36,7 +36,9 @@ class Staged:
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour")
 SELECTED = Staged("selected", "the pairs the verifier chose, with their score; re-queued pairs forced")
 CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", per_shard=True)
-AGGREGATES = Staged("aggregates", "each user's mean code over the aggregate window: the KNN's vectors")
+USER_VECTORS = Staged(
+    "user_vectors", "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input"
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,11 @@ PRECOMPUTE = Pipeline(
         Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED,)),
         Step("embed_shard", after=("select",), reads=(SELECTED,), writes=(CODES,), per_shard=True),
         Step("write_pairs", after=("coverage", "embed_shard"), reads=(CODES,)),
-        Step("aggregates", after=("write_pairs",), writes=(AGGREGATES,)),
-        Step("neighbours", after=("aggregates",), reads=(AGGREGATES,)),
+        Step("aggregates", after=("write_pairs",)),
+        # The pool of neighbours is the users with fresh pair codes, this run's included; no store write.
+        Step("user_vectors", after=("write_pairs",), writes=(USER_VECTORS,)),
+        # After aggregates too: the store's writers run one at a time.
+        Step("neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)),
         Step("expire", after=("neighbours",)),
     )
 )

@@ -2,7 +2,8 @@
 
 - hit rate: of the pairs the previous run wrote, the share requested during the hour they were made for;
 - coverage: of the (request, candidate) pairs served in the last hour, the share for which each tier
-  (pair, user aggregate, neighbours) held a fresh value, and the share with any tier.
+  (pair, user aggregate, neighbours) held a fresh value, the share with any tier, and the share only the
+  neighbours covered (``coverage_knn_only``: the neighbour tier's marginal coverage).
 
 Coverage must be measured before this run writes: the run replaces user aggregates and neighbour rows, and
 once they are gone the store no longer knows what was served. Runs write on hour boundaries, so the store
@@ -49,12 +50,14 @@ def hit_rate(log: EventLog, codes: CodeLog, interval_start: datetime) -> dict[st
 
 
 def coverage(store: FeatureStore, version: str, log: EventLog, interval_start: datetime) -> dict[str, float]:
-    """Per tier, the share of the last hour's served pairs it covered (``coverage_<tier>``), and ``_any``."""
+    """Per tier, the share of the last hour's served pairs it covered (``coverage_<tier>``), ``_any``, and
+    ``_knn_only``: the share the neighbours covered with neither a pair code nor an aggregate."""
     users, items = requested_pairs(log, interval_start - HOUR, interval_start)
     found: dict[str, float] = {"served_pairs": len(users)}
     if not len(users):
-        return found | {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any")}
+        return found | {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any", "knn_only")}
     read = store.read_tiers_batch(version, users, items, interval_start - INSTANT)
     masks = {"pair": read.pair_mask, "agg": read.user_agg_mask, "knn": read.knn_mask}
     masks["any"] = masks["pair"] | masks["agg"] | masks["knn"]
+    masks["knn_only"] = masks["knn"] & ~masks["pair"] & ~masks["agg"]
     return found | {f"coverage_{tier}": float(mask.mean()) for tier, mask in masks.items()}

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from solaris.enrichment.aggregates import changed_users, user_aggregates
+from solaris.enrichment.aggregates import user_aggregates
 
 AS_OF = datetime(2026, 11, 30, 1, tzinfo=UTC)
 
@@ -59,13 +59,3 @@ def test_bad_inputs_name_the_problem() -> None:
     with pytest.raises(ValueError, match="no timezone"):
         user_aggregates(np.array([1, 2]), np.ones((2, 3)), created, AS_OF.replace(tzinfo=None))
 
-
-def test_changed_users_are_the_new_and_the_turned_not_the_rescaled() -> None:
-    previous_ids = np.array([1, 2, 3])
-    previous = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    ids = np.array([1, 2, 3, 4])
-    now = np.array([[5.0, 0.0], [0.2, 1.0], [1.0, 1.0], [1.0, 0.0]])  # 1 rescaled, 2 turned, 4 new
-    assert changed_users(previous_ids, previous, ids, now).tolist() == [2, 4]
-    assert changed_users(np.array([], np.int64), np.empty((0, 2)), ids, now).tolist() == [1, 2, 3, 4]
-    with pytest.raises(ValueError, match="user_ids must be sorted and unique"):
-        changed_users(previous_ids, previous, np.array([2, 1]), now[:2])

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import faiss
 import numpy as np
 import pytest
 
-from solaris.enrichment.knn import PAD_ID, build_neighbours, users_to_requery
+from solaris.enrichment import knn
+from solaris.enrichment.knn import PAD_ID, build_neighbours, pool_index
 
 
 def clustered(n: int, dim: int, clusters: int, seed: int) -> np.ndarray:
@@ -55,58 +57,16 @@ def test_hnsw_recall_on_clustered_vectors() -> None:
     assert np.sum(hits) / exact.neighbour_ids.size >= 0.9
 
 
-def test_incremental_update_requeries_only_what_changed_and_matches_a_full_rebuild() -> None:
-    rng = np.random.default_rng(2)
-    ids = np.arange(1000)
-    before = clustered(1000, 8, clusters=10, seed=3)
-    previous = build_neighbours(ids, before, k=5)
-    after = before.copy()
-    changed = rng.choice(ids, 50, replace=False)
-    after[changed] = clustered(50, 8, clusters=10, seed=4)
-    # User 0 leaves; users 1000-1009 arrive.
-    now_ids = np.r_[ids[1:], np.arange(1000, 1010)]
-    now = np.r_[after[1:], clustered(10, 8, clusters=10, seed=5)]
-
-    requery = users_to_requery(now_ids, changed, previous, k=5)
-    lost_zero = previous.user_ids[(previous.neighbour_ids == 0).any(axis=1)]
-    assert set(requery) == (set(changed) | set(range(1000, 1010)) | set(lost_zero)) - {0}
-
-    incremental = build_neighbours(now_ids, now, k=5, previous=previous, changed_user_ids=changed)
-    full = build_neighbours(now_ids, now, k=5)
-    redone = incremental.rows(requery)
-    np.testing.assert_array_equal(redone.neighbour_ids, full.rows(requery).neighbour_ids)
-    kept = np.setdiff1d(now_ids, requery)
-    np.testing.assert_array_equal(incremental.rows(kept).neighbour_ids, previous.rows(kept).neighbour_ids)
-    assert not (incremental.neighbour_ids == 0).any(), "a departed user is still someone's neighbour"
-    rebuilt = build_neighbours(
-        now_ids, now, k=5, previous=previous, changed_user_ids=changed, full_rebuild=True
-    )
-    np.testing.assert_array_equal(rebuilt.neighbour_ids, full.neighbour_ids)
-
-
 def test_bad_inputs_are_refused_with_the_user() -> None:
     vectors = np.ones((3, 2), np.float32)
     with pytest.raises(ValueError, match="user 2 appears more than once"):
         build_neighbours(np.array([1, 2, 2]), vectors, k=1)
     with pytest.raises(ValueError, match="user 3 has a zero or non-finite vector"):
         build_neighbours(np.array([1, 2, 3]), np.r_[vectors[:2], [[0, 0]]], k=1)
-    previous = build_neighbours(np.array([1, 2, 3]), vectors, k=1)
-    with pytest.raises(ValueError, match="needs changed_user_ids"):
-        build_neighbours(np.array([1, 2, 3]), vectors, k=1, previous=previous)
-    with pytest.raises(ValueError, match="k=1, asked for k=2"):
-        build_neighbours(np.array([1, 2, 3]), vectors, k=2, previous=previous, changed_user_ids=np.array([1]))
+    with pytest.raises(ValueError, match="pooled user 9 has no vector"):
+        build_neighbours(np.array([1, 2, 3]), vectors, k=1, pool=np.array([1, 9]))
     with pytest.raises(KeyError, match="user 9"):
-        previous.rows(np.array([9]))
-
-
-def test_an_update_with_nothing_changed_reuses_every_row() -> None:
-    ids, vectors = np.arange(200), clustered(200, 8, clusters=5, seed=6)
-    previous = build_neighbours(ids, vectors, k=4)
-    # Vectors that moved but were not reported as changed keep their old rows: the caller decides.
-    moved = clustered(200, 8, clusters=5, seed=7)
-    assert users_to_requery(ids, np.array([], np.int64), previous, k=4).size == 0
-    same = build_neighbours(ids, moved, k=4, previous=previous, changed_user_ids=np.array([], np.int64))
-    np.testing.assert_array_equal(same.neighbour_ids, previous.neighbour_ids)
+        build_neighbours(np.array([1, 2, 3]), vectors, k=1).rows(np.array([9]))
 
 
 def test_no_users_gives_an_empty_table() -> None:
@@ -114,19 +74,51 @@ def test_no_users_gives_an_empty_table() -> None:
     assert table.user_ids.shape == (0,) and table.neighbour_ids.shape == (0, 3)
 
 
-def test_requerying_neighbours_of_changed_users_drops_neighbours_that_moved_away() -> None:
-    ids, before = np.arange(600), clustered(600, 8, clusters=6, seed=8)
-    previous = build_neighbours(ids, before, k=5)
-    changed = np.arange(0, 600, 20)
-    after = before.copy()
-    after[changed] = clustered(len(changed), 8, clusters=6, seed=9)
-    holders = ids[np.isin(previous.neighbour_ids, changed).any(axis=1)]
-    requery = users_to_requery(ids, changed, previous, k=5, neighbours_of_changed=True)
-    np.testing.assert_array_equal(requery, np.union1d(changed, holders))
-    table = build_neighbours(
-        ids, after, k=5, previous=previous, changed_user_ids=changed, requery_neighbours_of_changed=True
-    )
-    full = build_neighbours(ids, after, k=5)
-    np.testing.assert_array_equal(table.rows(requery).neighbour_ids, full.rows(requery).neighbour_ids)
-    kept = np.setdiff1d(ids, requery)
-    assert not np.isin(table.rows(kept).neighbour_ids, changed).any()
+def test_users_outside_the_pool_get_their_nearest_pooled_users() -> None:
+    """The neighbour tier lends pooled users' codes: every row, pooled user or not, lists pooled users only."""
+    ids = np.arange(400) * 3 + 1
+    vectors = clustered(400, 8, clusters=8, seed=10)
+    pool = ids[::4]
+    table = build_neighbours(ids, vectors, k=5, pool=pool)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    sims = unit @ unit[::4].T
+    sims[np.arange(0, 400, 4), np.arange(100)] = -np.inf  # a pooled user is not its own neighbour
+    top = np.argsort(-sims, axis=1, kind="stable")[:, :5]
+    np.testing.assert_array_equal(table.neighbour_ids, pool[top])
+    np.testing.assert_allclose(table.similarities, np.take_along_axis(sims, top, axis=1), atol=1e-5)
+
+
+def test_an_empty_pool_pads_every_row() -> None:
+    table = build_neighbours(np.array([1, 2]), np.eye(2, dtype=np.float32), k=2, pool=np.empty(0, np.int64))
+    assert (table.neighbour_ids == PAD_ID).all() and (table.similarities == 0).all()
+
+
+def test_the_index_is_flat_below_the_threshold_and_hnsw_from_it() -> None:
+    vectors = clustered(300, 8, clusters=5, seed=11)
+    assert isinstance(pool_index(vectors, exact_threshold=301), faiss.IndexFlatIP)
+    assert isinstance(pool_index(vectors, exact_threshold=300), faiss.IndexHNSWFlat)
+    assert knn.EXACT_THRESHOLD == 50_000  # bench/bench_knn.py: flat and HNSW cost about the same there
+
+
+def test_the_threshold_counts_the_pool_not_the_users(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[faiss.Index] = []
+
+    def spy(vectors: np.ndarray, **kwargs: object) -> faiss.Index:
+        built.append(pool_index(vectors, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(knn, "pool_index", spy)
+    ids, vectors = np.arange(300), clustered(300, 8, clusters=5, seed=12)
+    build_neighbours(ids, vectors, k=4, pool=ids[:100], exact_threshold=101)
+    build_neighbours(ids, vectors, k=4, pool=ids[:100], exact_threshold=100)
+    assert [type(index) for index in built] == [faiss.IndexFlatIP, faiss.IndexHNSWFlat]
+    assert [index.ntotal for index in built] == [100, 100]
+
+
+def test_an_hnsw_build_gives_the_same_rows_every_time() -> None:
+    """A rerun of an hour must write the same rows: the graph is inserted on one thread."""
+    ids, vectors = np.arange(3000), clustered(3000, 16, clusters=30, seed=13)
+    first = build_neighbours(ids, vectors, k=10, exact_threshold=0, threads=2)
+    second = build_neighbours(ids, vectors, k=10, exact_threshold=0, threads=2)
+    np.testing.assert_array_equal(first.neighbour_ids, second.neighbour_ids)
+    np.testing.assert_array_equal(first.similarities, second.similarities)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from solaris.precompute.pipeline import AGGREGATES, CODES, POOL, PRECOMPUTE, SELECTED, Pipeline, Step
+from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, USER_VECTORS, Pipeline, Step
 from solaris.precompute.staging import Staging, StepStaging
 
 
@@ -17,7 +17,7 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert PRECOMPUTE.names[0] == "coverage" and PRECOMPUTE.step("embed_shard").per_shard
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard"]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
-    assert writers == {POOL: "candidates", SELECTED: "select", CODES: "embed_shard", AGGREGATES: "aggregates"}
+    assert writers == {POOL: "candidates", SELECTED: "select", CODES: "embed_shard", USER_VECTORS: "user_vectors"}
 
 
 @pytest.mark.parametrize(
@@ -51,8 +51,8 @@ def test_a_step_reads_and_writes_only_its_declared_tables(tmp_path: Path) -> Non
     assert select.read(POOL).num_rows == 1
     with pytest.raises(ValueError, match="step 'select' does not write staged table 'pool'"):
         select.write(POOL, frame)
-    with pytest.raises(ValueError, match=r"step 'select' does not read staged table 'aggregates' \(declared: pool\)"):
-        select.read(AGGREGATES)
+    with pytest.raises(ValueError, match=r"step 'select' does not read staged table 'user_vectors' \(declared: pool\)"):
+        select.read(USER_VECTORS)
     embed = StepStaging(staging, PRECOMPUTE.step("embed_shard"))
     with pytest.raises(ValueError, match="'codes' needs a shard"):
         embed.write(CODES, frame)

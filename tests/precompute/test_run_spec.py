@@ -80,7 +80,7 @@ def test_code_log_replaces_an_hour_and_reads_a_window(tmp_path: Path) -> None:
 def test_knn_state_round_trip_and_the_newest_earlier_hour(tmp_path: Path) -> None:
     ids = np.arange(20)
     vectors = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)
-    table = build_neighbours(ids, vectors, 3, full_rebuild=True)
+    table = build_neighbours(ids, vectors, 3)
     for hour in (T, T + timedelta(hours=1)):
         knn_state.save(tmp_path, hour, knn_state.KnnState(ids, vectors + hour.hour, table, T))
     assert knn_state.load_before(tmp_path, T) is None

@@ -1,0 +1,70 @@
+"""The neighbour tier covers users with no code of their own: an active user (a request or a sign-up in the
+KNN lookback) with no pair code in the aggregate window gets a neighbour row from the hourly run, and the
+ranker's batched read serves it a neighbour value, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.precompute.run import run_hour
+from solaris.store import FeatureStore, open_store
+from solaris.training.jobs import TrainReport, World
+
+from precompute_env import precompute_settings
+
+PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu"}
+HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def knn_settings(
+    request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
+) -> Settings:
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url") + f"?schema=knn_{tmp_path.name.lower().replace('-', '_')[-40:]}"
+    return precompute_settings(trained[0], tmp_path, url)
+
+
+def _user_ids(store: FeatureStore, sql: str) -> set[int]:
+    with store.engine.connect() as conn:  # type: ignore[attr-defined]
+        return {int(row[0]) for row in conn.exec_driver_sql(sql)}
+
+
+def _never_requested(log: EventLog, before: datetime) -> set[int]:
+    """Users who signed up before ``before`` and made no request before it."""
+    users = log.users().to_pandas()
+    signed = set(users.loc[users["signup_ts"] < before, "user_id"].astype(int))
+    requested = set(log.requests(log.start, before, columns=["user_id"])["user_id"].to_numpy().astype(int))
+    return signed - requested
+
+
+def test_an_active_user_without_an_aggregate_is_served_by_its_neighbours(knn_settings: Settings) -> None:
+    log = EventLog(knn_settings.world_dir())
+    assert log.start + timedelta(hours=30) == HOUR
+    done = run_hour(knn_settings, HOUR, PARAMS, clock=lambda: HOUR)
+    t = HOUR + timedelta(minutes=30)
+    with open_store(knn_settings.store_url) as store:
+        record = store.get_run(done["run_key"])
+        assert record is not None and record.status == "succeeded"
+        with_row = _user_ids(store, "SELECT DISTINCT user_id FROM user_neighbours")
+        cold = np.array(sorted(with_row - _user_ids(store, "SELECT user_id FROM user_aggregates")), np.int64)
+        lenders = _user_ids(store, "SELECT DISTINCT neighbour_id FROM user_neighbours")
+        with_pairs = _user_ids(store, "SELECT DISTINCT user_id FROM pair_embeddings")
+        items = np.arange(log.items().num_rows, dtype=np.int64)
+        users = np.repeat(cold, len(items))
+        read = store.read_tiers_batch(record.embedding_version, users, np.tile(items, len(cold)), t)
+
+    # New users who have not requested yet are the bulk of the rows no other tier covers.
+    assert set(cold) & _never_requested(log, HOUR)
+    assert lenders <= with_pairs, "a neighbour without pair codes can lend none"
+    assert not read.pair_mask.any() and not read.user_agg_mask.any()
+    covered = np.unique(users[read.knn_mask])
+    np.testing.assert_array_equal(covered, cold)  # every such user gets a neighbour value for some item
+    assert done["counts"]["knn_users"] > done["counts"]["aggregates_written"]
