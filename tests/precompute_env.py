@@ -35,3 +35,12 @@ def export(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key)
     for key, value in settings.as_env().items():
         monkeypatch.setenv(key, value)
+
+
+def backend_settings(request: pytest.FixtureRequest, trained: Settings, home: Path, schema_prefix: str) -> Settings:
+    """:func:`precompute_settings` on the parametrized backend: SQLite, or PostgreSQL in a schema of the test's own."""
+    url = None
+    if request.param == "postgres":
+        schema = f"{schema_prefix}_{home.name.lower().replace('-', '_')[-40:]}"
+        url = request.getfixturevalue("pg_url") + f"?schema={schema}"
+    return precompute_settings(trained, home, url)

@@ -23,7 +23,7 @@ from solaris.store.base import RunRecord
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import export, precompute_settings
+from precompute_env import backend_settings, export
 from store_state import store_checksum
 
 CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}
@@ -38,10 +38,7 @@ def dag_settings(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Settings:
-    url = None
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url") + f"?schema=dag_{tmp_path.name.lower().replace('-', '_')[-40:]}"
-    settings = precompute_settings(trained[0], tmp_path, url)
+    settings = backend_settings(request, trained[0], tmp_path, "dag")
     export(settings, monkeypatch)
     return settings
 

@@ -23,7 +23,7 @@ from solaris.training.jobs import TrainReport, World
 from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
 from solaris.embedding_version import embedding_version
 
-from precompute_env import precompute_settings
+from precompute_env import backend_settings, precompute_settings
 from store_state import store_checksum
 
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
@@ -38,10 +38,7 @@ def fixed_clock() -> datetime:
 def run_settings(
     request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
 ) -> Settings:
-    url = None
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url") + f"?schema=run_{tmp_path.name.lower().replace('-', '_')[-40:]}"
-    return precompute_settings(trained[0], tmp_path, url)
+    return backend_settings(request, trained[0], tmp_path, "run")
 
 
 def test_rerunning_an_hour_leaves_the_store_identical(run_settings: Settings) -> None:

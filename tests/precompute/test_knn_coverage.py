@@ -16,7 +16,7 @@ from solaris.precompute.run import run_hour
 from solaris.store import FeatureStore, open_store
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import precompute_settings
+from precompute_env import backend_settings
 
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu"}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
@@ -26,10 +26,7 @@ HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world'
 def knn_settings(
     request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
 ) -> Settings:
-    url = None
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url") + f"?schema=knn_{tmp_path.name.lower().replace('-', '_')[-40:]}"
-    return precompute_settings(trained[0], tmp_path, url)
+    return backend_settings(request, trained[0], tmp_path, "knn")
 
 
 def _user_ids(store: FeatureStore, sql: str) -> set[int]:
