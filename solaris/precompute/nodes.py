@@ -369,7 +369,9 @@ def finish(
                     counts[key] = counts.get(key, 0) + int(value)
     with open_configured_store(settings) as store:
         store.finish_run(run.run_key, "succeeded", counts, timings, finished_at)
-    _log_to_mlflow(run, settings, counts, timings, figures)
+    from solaris.precompute.summary import log_run  # MLflow is imported only where a run finishes
+
+    log_run(run, settings, counts, timings, figures)
     staging(settings, run).cleanup()
     return {"run_key": run.run_key, "counts": counts, "timings": timings, "quality": figures}
 
@@ -386,30 +388,6 @@ def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:
     with open_configured_store(settings) as store:
         if store.get_run(run.run_key) is not None:
             store.finish_run(run.run_key, "failed", {}, {}, finished_at)
-
-
-def _log_to_mlflow(
-    run: HourRun,
-    settings: Settings,
-    counts: Mapping[str, int],
-    timings: Mapping[str, float],
-    figures: Mapping[str, float],
-) -> None:
-    import mlflow
-
-    from solaris.tracking import registry
-
-    client = registry.connect(settings)
-    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-precompute"))
-    with mlflow.start_run(run_name=run.run_key):
-        mlflow.set_tags({"run_key": run.run_key, "embedding_version": run.embedding_version})
-        versions = {"fm_version": run.fm_version, "ae_version": run.ae_version, "vm_version": run.vm_version}
-        mlflow.log_params(versions | {k: str(v) for k, v in vars(run.params).items()})
-        mlflow.log_metrics(
-            {f"count_{k}": float(v) for k, v in counts.items()}
-            | {f"seconds_{k}": v for k, v in timings.items()}
-            | dict(figures)
-        )
 
 
 def hour_run(meta: Meta) -> HourRun:

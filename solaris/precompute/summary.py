@@ -1,21 +1,45 @@
-"""Per-hour figures of finished precompute runs, read back from MLflow, and their text table.
+"""Per-hour figures of precompute runs in MLflow: written by the ``finish`` step, read back, and their table.
 
-The ``finish`` step logs each run to the ``solaris-precompute`` experiment, tagged with its run key; this is
-the reader for the main job's report (and anyone comparing runs without the MLflow UI).
+Each run is logged to the ``solaris-precompute`` experiment, tagged with its run key; the reader serves the
+main job's report (and anyone comparing runs without the MLflow UI).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import mlflow
 
 from solaris.config import Settings
 from solaris.precompute.pipeline import OPEN, PRECOMPUTE
+from solaris.precompute.spec import HourRun
 from solaris.tracking import registry
 
 EXPERIMENT = "solaris-precompute"
 COVERAGE = ("coverage_pair", "coverage_agg", "coverage_knn", "coverage_any", "hit_rate")
 COUNTS = ("count_pool", "count_selected", "count_pairs_written")
 STEPS = (OPEN, *PRECOMPUTE.names)
+
+
+def log_run(
+    run: HourRun,
+    settings: Settings,
+    counts: Mapping[str, int],
+    timings: Mapping[str, float],
+    figures: Mapping[str, float],
+) -> None:
+    """One MLflow run per precompute run: its versions and params, counts, seconds per step and figures."""
+    client = registry.connect(settings)
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, EXPERIMENT))
+    with mlflow.start_run(run_name=run.run_key):
+        mlflow.set_tags({"run_key": run.run_key, "embedding_version": run.embedding_version})
+        versions = {"fm_version": run.fm_version, "ae_version": run.ae_version, "vm_version": run.vm_version}
+        mlflow.log_params(versions | {k: str(v) for k, v in vars(run.params).items()})
+        mlflow.log_metrics(
+            {f"count_{k}": float(v) for k, v in counts.items()}
+            | {f"seconds_{k}": v for k, v in timings.items()}
+            | dict(figures)
+        )
 
 
 def run_metrics(settings: Settings, run_keys: Sequence[str]) -> dict[str, dict[str, float]]:
