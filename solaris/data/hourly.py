@@ -116,6 +116,45 @@ def read_range(
     return ds.dataset(files, schema=schema, format="parquet").to_table(columns=columns, filter=window)
 
 
+def prune_hours(dataset_dir: Path, before: datetime, file_name: str) -> int:
+    """Delete ``file_name`` in every hour partition that ends by ``before``; returns how many files went.
+
+    Each file is unlinked whole: a reader that opened it before keeps reading it, one that comes later
+    finds no file for that hour (an empty hour), never half of one. Emptied ``hour=``/``dt=`` folders go
+    too. A rerun finds nothing left to remove and returns 0.
+    """
+    before = as_utc(before)
+    removed = 0
+    for day in sorted(Path(dataset_dir).glob("dt=*")):
+        for hour_dir in sorted(day.glob("hour=*")):
+            hour = _hour_of(day.name, hour_dir.name)
+            if hour is None or hour + HOUR > before:
+                continue
+            try:
+                (hour_dir / file_name).unlink()
+                removed += 1
+            except FileNotFoundError:  # an empty folder left behind, or a concurrent prune got there first
+                pass
+            _remove_if_empty(hour_dir)
+        _remove_if_empty(day)
+    return removed
+
+
+def _hour_of(day: str, hour: str) -> datetime | None:
+    """The hour a ``dt=YYYY-MM-DD``/``hour=HH`` folder pair names; None for a folder not written here."""
+    try:
+        return datetime.strptime(f"{day[3:]} {hour[5:]}", "%Y-%m-%d %H").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty (a stray file, a writer's temporary file) or already gone: leave it
+        pass
+
+
 def iter_hours(
     dataset_dir: Path,
     start: datetime,

@@ -42,6 +42,14 @@ class HourFigures:
     hit_rate: float | None  # share of this hour's served pairs the precompute embedded for it
     fm_calls: int  # pairs the FM embedded for this hour
     staleness_hours_mean: float | None  # age of the pair embeddings served this hour
+    # What the precompute's next run records for this hour (solaris.precompute.quality); the defaults read a
+    # report written before them. A hit is a pair requested as a candidate while fresh.
+    candidates: int = 0  # the hour's (request, candidate) rows
+    covered_candidates: int = 0  # of them, rows with a fresh pair code
+    hit_rate_ttl: float | None = None  # ttl_hits / ttl_pairs: the pairs whose TTL ended with this hour
+    ttl_pairs: int = 0
+    ttl_hits: int = 0
+    requested_auc: float | None = None  # selector AUC on those pairs' run's scored pool; None: one class only
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,7 @@ class SweepPoint:
     ne_gain: float | None = None  # over the base VM on the same hours
     ne_gain_ci95: Interval | None = None
     transfer_ratio_ci95: Interval | None = None
+    fm_calls_per_covered_candidate: float | None = None  # None: nothing covered (or an older report)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,9 @@ class ReplayReport:
     protocol: dict[str, str] = field(default_factory=dict)
     fm_versions: list[dict[str, str]] = field(default_factory=list)  # version and first serving hour
     invariants: dict[str, list[str]] = field(default_factory=dict)  # "checked" and "violated", when written
+    # The eval span's precompute efficiency (replay.efficiency): hit rate while fresh, selector AUC, FM calls
+    # per candidate row the pair tier covered and its inverse; empty in a report written before it.
+    efficiency: dict[str, float | None] = field(default_factory=dict)
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:

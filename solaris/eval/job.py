@@ -138,5 +138,6 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
         mlflow.log_metrics(
             {"fm_calls_per_served_pair": report.fm_calls_per_served_pair}
             | {f"staleness_hours_{k}": v for k, v in report.staleness_hours.items()}
+            | {f"efficiency_{k}": float(v) for k, v in report.efficiency.items() if v is not None}
         )
         mlflow.log_artifacts(str(folder), artifact_path="report")

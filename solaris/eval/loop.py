@@ -28,6 +28,7 @@ from solaris.precompute.nodes import code_log_of
 from solaris.precompute.run import run_hour
 from solaris.serving import Ranker, Served
 from solaris.enrichment.tiers import AGG, KNN, PAIR
+from solaris.store.base import FeatureStore
 from solaris.store.codec import MICROS_PER_HOUR, from_micros
 
 REPLAY_WORLD = "replay"
@@ -82,6 +83,7 @@ def replay_hours(
         # An hour with nothing to precompute (no requests before it) is skipped: it embedded nothing.
         found = hour_figures(hour, label, served_pairs, served, result["counts"].get("embedded", 0))
         found = found | {"hit_rate": quality.hit_rate(log, codes, hour + HOUR)["hit_rate"]}
+        found |= efficiency(ranker.store, log, codes, hour + HOUR, int(params["ttl_hours"]))
         ages.append(staleness_hours(codes, hour, served_pairs, served, int(params["ttl_hours"])))
         found["staleness_hours_mean"] = float(ages[-1].mean()) if len(ages[-1]) else None
         figures.append(HourFigures(**found))
@@ -124,6 +126,22 @@ def hour_figures(hour: datetime, span: str, pairs: ServedPairs, served: Served, 
         "knn": float((tiers <= KNN).mean()) if n else 0.0,
     }
     return {"hour": hour.isoformat(), "span": span, "served": n, "coverage": coverage, "fm_calls": int(fm_calls)}
+
+
+def efficiency(store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int) -> dict[str, Any]:
+    """What the precompute's next run records for the hour ending at ``end`` (:mod:`solaris.precompute.quality`):
+    its candidate rows and those with a fresh pair code, and hit rate while fresh and selector AUC of the run
+    whose pairs expire at ``end``."""
+    users, items = quality.requested_pairs(log, end - HOUR, end)
+    covered = np.zeros(0, bool)
+    if len(users):  # the store as the hour saw it: the next run has not written yet
+        covered = store.fresh_pairs(codes.version, users, items, end - quality.INSTANT)
+    fresh = quality.hit_rate_ttl(log, codes, end, ttl_hours)
+    auc = quality.requested_auc(log, codes.score_log, end, ttl_hours).get("requested_auc")
+    return {
+        "candidates": len(users), "covered_candidates": int(covered.sum()), "hit_rate_ttl": fresh.get("hit_rate_ttl"),
+        "ttl_pairs": int(fresh["ttl_pairs"]), "ttl_hits": int(fresh["ttl_hits"]), "requested_auc": auc,
+    }  # fmt: skip
 
 
 def staleness_hours(codes_log: CodeLog, hour: datetime, pairs: ServedPairs, served: Served, ttl_hours: int) -> np.ndarray:

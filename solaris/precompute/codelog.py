@@ -10,15 +10,16 @@ The hourly run's ``expire`` step removes the hours older than the ``code_log_ret
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from solaris.data.hourly import HOUR, as_utc, floor_hour, partition_dir, read_range, write_table_atomic
+from solaris.data.hourly import floor_hour, partition_dir, prune_hours, read_range, write_table_atomic
 from solaris.data.schema import TS
+from solaris.precompute.scorelog import ScoreLog
 
 FILE_NAME = "codes.parquet"
 
@@ -53,6 +54,11 @@ class CodeLog:
     @property
     def path(self) -> Path:
         return Path(self.root) / self.version
+
+    @property
+    def score_log(self) -> ScoreLog:
+        """The same runs' scored pools (:mod:`.scorelog`), beside this log: ``<root>/../scores/<version>``."""
+        return ScoreLog(Path(self.root).parent / "scores", self.version)
 
     def write_hour(
         self, hour: datetime, user_ids: np.ndarray, item_ids: np.ndarray, scores: np.ndarray, codes: np.ndarray
@@ -89,40 +95,7 @@ class CodeLog:
         )
 
     def prune(self, before: datetime) -> int:
-        """Delete the file of every hour that ends by ``before``; returns how many hour files were removed.
-
-        Each file is unlinked whole: a reader that opened it before keeps reading it, one that comes later
-        finds no file for that hour (an empty hour), never half of one. Readers ask only for hours within the
-        retention, so none of them wants a removed hour. Emptied ``hour=``/``dt=`` folders go too. A rerun
-        finds nothing left to remove and returns 0.
-        """
-        before = as_utc(before)
-        removed = 0
-        for day in sorted(self.path.glob("dt=*")):
-            for hour_dir in sorted(day.glob("hour=*")):
-                hour = _hour_of(day.name, hour_dir.name)
-                if hour is None or hour + HOUR > before:
-                    continue
-                try:
-                    (hour_dir / FILE_NAME).unlink()
-                    removed += 1
-                except FileNotFoundError:  # an empty folder left behind, or a concurrent prune got there first
-                    pass
-                _remove_if_empty(hour_dir)
-            _remove_if_empty(day)
-        return removed
-
-
-def _hour_of(day: str, hour: str) -> datetime | None:
-    """The hour a ``dt=YYYY-MM-DD``/``hour=HH`` folder pair names; None for a folder this log did not write."""
-    try:
-        return datetime.strptime(f"{day[3:]} {hour[5:]}", "%Y-%m-%d %H").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def _remove_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:  # not empty (a stray file, a writer's temporary file) or already gone: leave it
-        pass
+        """Delete the file of every hour that ends by ``before`` (see :func:`~solaris.data.hourly.prune_hours`);
+        returns how many hour files were removed. Readers ask only for hours within the retention, so none of
+        them wants a removed hour."""
+        return prune_hours(self.path, before, FILE_NAME)

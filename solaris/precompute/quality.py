@@ -1,9 +1,18 @@
-"""How well the precompute served the hour just past: hit rate of its pairs and coverage by serving tier.
+"""How well the precompute served the hour just past: hit rates of its pairs, the selector's ranking, coverage
+by serving tier and what the FM calls bought.
 
-- hit rate: of the pairs the previous run wrote, the share requested during the hour they were made for;
+A pair is a *hit* when it is requested as a candidate (a request's candidate list holds it) while it is fresh.
+
+- hit rate while fresh (``hit_rate_ttl``): of the pairs the run ``ttl_hours`` ago wrote, whose TTL has just
+  ended, the share requested at any time while they were fresh; the honest figure, measured once it is final;
+- same-hour hit rate (``hit_rate``): of the pairs the previous run wrote, the share requested during the hour
+  they were made for (a lower bound that undercounts every later hit; the health page and the replay plot it);
+- selector AUC (``requested_auc``): how well the verifier's score ranked that same run's scored pool by
+  "requested while it would have been fresh", selected or not (:mod:`.scorelog`);
 - coverage: of the (request, candidate) pairs served in the last hour, the share for which each tier
   (pair, user aggregate, neighbours) held a fresh value, the share with any tier, and the share only the
-  neighbours covered (``coverage_knn_only``: the neighbour tier's marginal coverage).
+  neighbours covered (``coverage_knn_only``: the neighbour tier's marginal coverage);
+- efficiency: the candidate rows the pair tier covered per FM call made for the hour, and its inverse.
 
 Coverage must be measured before this run writes: the run replaces user aggregates and neighbour rows, and
 once they are gone the store no longer knows what was served. Runs write on hour boundaries, so the store
@@ -20,8 +29,10 @@ import pyarrow.compute as pc
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
 from solaris.models.features import TIERS
+from solaris.models.metrics import auc
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.ranking import pair_keys
+from solaris.precompute.scorelog import ScoreLog
 from solaris.store.base import FeatureStore
 
 INSTANT = timedelta(microseconds=1)
@@ -36,28 +47,106 @@ def requested_pairs(log: EventLog, start: datetime, end: datetime) -> tuple[np.n
     return users, pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+def requested_mask(
+    user_ids: np.ndarray, item_ids: np.ndarray, requested_users: np.ndarray, requested_items: np.ndarray
+) -> np.ndarray:
+    """Bool per pair: is it among the requested (user, item) pairs."""
+    n = len(user_ids)
+    keys, _ = pair_keys(np.r_[user_ids, requested_users], np.r_[item_ids, requested_items])
+    return np.isin(keys[:n], keys[n:])
+
+
 def hit_rate(log: EventLog, codes: CodeLog, interval_start: datetime) -> dict[str, float]:
-    """Share of the pairs written for the previous hour that were requested during it."""
+    """Share of the pairs written for the previous hour that were requested during it (``previous_pairs``:
+    how many the previous run wrote, i.e. the FM calls made for that hour)."""
     previous = interval_start - HOUR
     written = codes.read(previous, interval_start)
-    users, items = requested_pairs(log, previous, interval_start)
     n_written = len(written.user_ids)
     if not n_written:
         return {"hit_rate": 0.0, "previous_pairs": 0, "previous_hits": 0}
-    keys, _ = pair_keys(np.r_[written.user_ids, users], np.r_[written.item_ids, items])
-    hits = int(np.isin(np.unique(keys[:n_written]), keys[n_written:]).sum())
+    requested = requested_pairs(log, previous, interval_start)
+    hits = int(requested_mask(written.user_ids, written.item_ids, *requested).sum())
     return {"hit_rate": hits / n_written, "previous_pairs": n_written, "previous_hits": hits}
 
 
-def coverage(store: FeatureStore, version: str, log: EventLog, interval_start: datetime) -> dict[str, float]:
+def hit_rate_ttl(log: EventLog, codes: CodeLog, interval_start: datetime, ttl_hours: int) -> dict[str, float]:
+    """Of the pairs the run at ``w = interval_start - ttl_hours`` wrote (fresh over ``[w, interval_start)``,
+    which has just ended), the share requested as a candidate at any time in that window.
+
+    ``ttl_pairs``/``ttl_hits`` are the counts (to pool over hours); no ``hit_rate_ttl`` when that run wrote
+    nothing. ``ttl_hours`` is this run's TTL, assumed to be the earlier run's.
+    """
+    written_at = interval_start - ttl_hours * HOUR
+    written = codes.read(written_at, written_at + HOUR)
+    hits = requested_mask(written.user_ids, written.item_ids, *requested_pairs(log, written_at, interval_start))
+    found: dict[str, float] = {"ttl_pairs": len(hits), "ttl_hits": int(hits.sum())}
+    return found | ({"hit_rate_ttl": float(hits.mean())} if len(hits) else {})
+
+
+def requested_auc(log: EventLog, scores: ScoreLog, interval_start: datetime, ttl_hours: int) -> dict[str, float]:
+    """AUC of the verifier's score for "requested as a candidate in ``[w, w + ttl)``" over every pair the run
+    at ``w = interval_start - ttl_hours`` scored (``scored_pairs``; ``scored_requested`` of them positive).
+
+    Selected or not, each pair is labelled over the window it would have been (or was) fresh in, so the AUC
+    judges the ranking, not what the run chose. No ``requested_auc`` when either label is missing: an AUC
+    there is undefined, and a stand-in 0.5 would read as a useless selector.
+    """
+    scored_at = interval_start - ttl_hours * HOUR
+    pool = scores.read(scored_at, scored_at + HOUR)
+    label = requested_mask(pool.user_ids, pool.item_ids, *requested_pairs(log, scored_at, interval_start))
+    found: dict[str, float] = {"scored_pairs": len(label), "scored_requested": int(label.sum())}
+    if 0 < label.sum() < len(label):
+        found["requested_auc"] = rank_auc(label, pool.scores)
+    return found
+
+
+def rank_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """:func:`solaris.models.metrics.auc` of any real scores: it wants probabilities, and an AUC depends only
+    on the scores' order, so each score is replaced by its dense rank scaled into [0, 1] (ties stay tied)."""
+    _, dense = np.unique(np.asarray(scores, np.float64), return_inverse=True)
+    return auc(labels, dense / max(int(dense.max(initial=0)), 1))
+
+
+def figures(
+    store: FeatureStore, version: str, log: EventLog, codes: CodeLog, interval_start: datetime, ttl_hours: int
+) -> dict[str, float]:
+    """Every figure of this module for the run at ``interval_start``, as its ``coverage`` step records them."""
+    previous = hit_rate(log, codes, interval_start)
+    found = coverage(store, version, log, interval_start, fm_calls=int(previous["previous_pairs"]))
+    found |= previous | hit_rate_ttl(log, codes, interval_start, ttl_hours)
+    return found | requested_auc(log, codes.score_log, interval_start, ttl_hours)
+
+
+def coverage(
+    store: FeatureStore, version: str, log: EventLog, interval_start: datetime, fm_calls: int | None = None
+) -> dict[str, float]:
     """Per tier, the share of the last hour's served pairs it covered (``coverage_<tier>``), ``_any``, and
-    ``_knn_only``: the share the neighbours covered with neither a pair code nor an aggregate."""
+    ``_knn_only``: the share the neighbours covered with neither a pair code nor an aggregate.
+
+    ``covered_pair_candidates``: the hour's (request, candidate) rows with a fresh pair code. Given
+    ``fm_calls``, the FM calls made for that hour (the pairs the previous run wrote, ``previous_pairs`` of
+    :func:`hit_rate`: in a steady state what one hour of the precompute costs), also
+    ``fm_calls_per_covered_candidate`` and ``covered_candidates_per_fm_call``; each left out where its divisor
+    is 0.
+    """
     users, items = requested_pairs(log, interval_start - HOUR, interval_start)
     found: dict[str, float] = {"served_pairs": len(users)}
     if not len(users):
-        return found | {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any", "knn_only")}
+        found |= {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any", "knn_only")}
+        return found | efficiency(0, fm_calls)
     read = store.read_tiers_batch(version, users, items, interval_start - INSTANT)
     masks = {"pair": read.pair_mask, "agg": read.user_agg_mask, "knn": read.knn_mask}
     masks["any"] = masks["pair"] | masks["agg"] | masks["knn"]
     masks["knn_only"] = masks["knn"] & ~masks["pair"] & ~masks["agg"]
-    return found | {f"coverage_{tier}": float(mask.mean()) for tier, mask in masks.items()}
+    found |= {f"coverage_{tier}": float(mask.mean()) for tier, mask in masks.items()}
+    return found | efficiency(int(read.pair_mask.sum()), fm_calls)
+
+
+def efficiency(covered: int, fm_calls: int | None) -> dict[str, float]:
+    """``covered_pair_candidates`` and, with ``fm_calls``, both ratios where their divisor is not 0."""
+    found: dict[str, float] = {"covered_pair_candidates": covered}
+    if fm_calls is not None and covered:
+        found["fm_calls_per_covered_candidate"] = fm_calls / covered
+    if fm_calls:
+        found["covered_candidates_per_fm_call"] = covered / fm_calls
+    return found

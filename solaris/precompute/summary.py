@@ -17,6 +17,9 @@ from solaris.tracking import registry
 
 EXPERIMENT = "solaris-precompute"
 COVERAGE = ("coverage_pair", "coverage_agg", "coverage_knn", "coverage_any", "hit_rate")
+# Efficiency (solaris.precompute.quality): hit rate while fresh and the selector's AUC of the run whose pairs
+# just expired, FM calls per candidate row the pair tier covered. A run may lack one (nothing to measure).
+EFFICIENCY = ("hit_rate_ttl", "requested_auc", "fm_calls_per_covered_candidate")
 COUNTS = ("count_pool", "count_selected", "count_pairs_written")
 STEPS = (OPEN, *PRECOMPUTE.names)
 
@@ -34,6 +37,7 @@ def log_run(
     with mlflow.start_run(run_name=run.run_key):
         mlflow.set_tags({"run_key": run.run_key, "embedding_version": run.embedding_version})
         versions = {"fm_version": run.fm_version, "ae_version": run.ae_version, "vm_version": run.vm_version}
+        versions["demand_version"] = run.demand_version or "none"
         mlflow.log_params(versions | {k: str(v) for k, v in vars(run.params).items()})
         mlflow.log_metrics(
             {f"count_{k}": float(v) for k, v in counts.items()}
@@ -59,9 +63,10 @@ def run_metrics(settings: Settings, run_keys: Sequence[str]) -> dict[str, dict[s
 
 
 def table(metrics: dict[str, dict[str, float]]) -> str:
-    """Two blocks: counts, coverage by tier of the hour before, hit rate; then seconds per step."""
-    head = ["run", *(c.removeprefix("count_") for c in COUNTS), *COVERAGE]
-    rows = [[key, *(f"{m.get(c, 0):.0f}" for c in COUNTS), *(f"{m.get(c, 0):.3f}" for c in COVERAGE)]
+    """Two blocks: counts, coverage by tier of the hour before, hit rates, efficiency; then seconds per step."""
+    figures = (*COVERAGE, *EFFICIENCY)
+    head = ["run", *(c.removeprefix("count_") for c in COUNTS), *figures]
+    rows = [[key, *(f"{m.get(c, 0):.0f}" for c in COUNTS), *(f"{m[c]:.3f}" if c in m else "-" for c in figures)]
             for key, m in metrics.items()]  # fmt: skip
     steps = [["run", *STEPS, "total"]]
     for key, m in metrics.items():

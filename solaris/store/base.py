@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -83,6 +83,9 @@ class RunRecord:
     timings: dict[str, float]
     started_at: datetime
     finished_at: datetime | None
+    # The quality figures of the hour before the run (hit rate while fresh, coverage, FM calls per covered
+    # candidate, ...), as its coverage step measured them: :meth:`FeatureStore.record_run_figures`.
+    figures: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,7 @@ class FeatureStore(ABC):
         embedding_version: str,
         started_at: datetime,
     ) -> None:
-        """Record a run as running; starting a known run id again (a retry) resets its record."""
+        """Record a run as running; starting a known run id again (a retry) resets its record, but for its figures."""
 
     @abstractmethod
     def finish_run(
@@ -271,6 +274,19 @@ class FeatureStore(ABC):
 
         Raises:
             StoreError: The status is not a final one, the run was never started, or it finishes before it began.
+        """
+
+    @abstractmethod
+    def record_run_figures(self, run_id: str, figures: Mapping[str, float]) -> None:
+        """Replace a started run's quality figures (JSON, like its counts).
+
+        They are recorded when measured, not at :meth:`finish_run`: they describe the hour before the run, so
+        they hold whatever the run itself then does (a failed or skipped run keeps them too). :meth:`start_run`
+        keeps them on a retry: measured before the first attempt wrote, they are what a retry cannot measure
+        again (the attempt replaced the aggregates and neighbours the hour was served from).
+
+        Raises:
+            StoreError: The run was never started, or a figure is not a finite number; nothing is written.
         """
 
     @abstractmethod

@@ -287,6 +287,15 @@ class SqlFeatureStore(FeatureStore):
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("finish_run"), params)
 
+    def record_run_figures(self, run_id: str, figures: Mapping[str, float]) -> None:
+        values = {k: float(v) for k, v in figures.items()}
+        if bad := sorted(k for k, v in values.items() if not np.isfinite(v)):
+            raise StoreError(f"run {run_id!r}: figures {', '.join(bad)} are not finite")
+        if self.get_run(run_id) is None:
+            raise StoreError(f"run {run_id!r} was never started")
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("record_run_figures"), {"run_id": run_id, "figures": json.dumps(values)})
+
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._reader.connect() as conn:
             rows = self._rows(conn, "get_run", {"run_id": run_id})
@@ -298,8 +307,8 @@ class SqlFeatureStore(FeatureStore):
 
 
 def _run_record(row: tuple) -> RunRecord:
-    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished = row
+    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished, figures = row
     return RunRecord(
         run_id, from_micros(start), from_micros(end), fm, ae, vm, ev, status, json.loads(counts),
-        json.loads(timings), from_micros(started), from_micros(finished),
+        json.loads(timings), from_micros(started), from_micros(finished), json.loads(figures),
     )

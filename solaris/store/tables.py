@@ -83,5 +83,6 @@ def build_metadata(dialect: str) -> MetaData:
         Column("timings", Text, nullable=False),
         Column("started_at", BigInteger, nullable=False),
         Column("finished_at", BigInteger, nullable=True),
+        Column("figures", Text, nullable=False),
     )
     return md

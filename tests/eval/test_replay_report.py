@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from solaris.eval.report import (
     table,
     write_html,
 )
+from solaris.eval.replay import efficiency
 from solaris.models.metrics import transfer_ratio
 
 START = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
@@ -77,6 +79,12 @@ def make_report(seed: int = 0) -> ReplayReport:
             hit_rate=None if i == 0 else 0.6 + 0.02 * i,
             fm_calls=200 + 10 * i,
             staleness_hours_mean=None if i == 0 else 1.5 + 0.1 * i,
+            candidates=5000 + i,
+            covered_candidates=1000 + 20 * i,
+            hit_rate_ttl=None if i == 0 else (100 + i) / 400,
+            ttl_pairs=0 if i == 0 else 400,
+            ttl_hits=0 if i == 0 else 100 + i,
+            requested_auc=None if i < 2 else 0.7 + 0.01 * i,
         )
         for i in range(6)
     ]
@@ -88,6 +96,7 @@ def make_report(seed: int = 0) -> ReplayReport:
                 ne=0.87 - f / 20 - jitter,
                 transfer_ratio=None,
                 fm_calls_per_served_pair=f * 2,
+                fm_calls_per_covered_candidate=f * 3,
             ),
             ne["VM base"],
             ne["FM"],
@@ -105,6 +114,7 @@ def make_report(seed: int = 0) -> ReplayReport:
         fm_calls_per_served_pair=0.21 + jitter,
         staleness_hours={"mean": 1.8, "p50": 1.5, "p90": 3.25, "max": 4.0},
         seconds={"train": 12.5, "logging": 30.0, "eval": 28.0},
+        efficiency=efficiency([h for h in hours if h.span == "eval"]),
     )
 
 
@@ -133,9 +143,15 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "40-50%" in _line(text, "coverage pair") and "85-90%" in _line(text, "coverage + user aggregate")
     assert f"{report.fm_calls_per_served_pair:.3f}" in _line(text, "FM calls per served pair")
     assert "3.25" in _line(text, "staleness p90")
+    e = report.efficiency
+    assert f"{100 * e['hit_rate_ttl']:.1f}%" in _line(text, "hit rate while fresh (pooled)")
+    assert f"{e['requested_auc']:.4f}" in _line(text, "selector AUC, requested while fresh")
+    assert f"{e['fm_calls_per_covered_candidate']:.3f}" in _line(text, "FM calls per covered candidate")
+    assert f"{e['covered_candidates_per_fm_call']:.3f}" in _line(text, "covered candidates per FM call")
     for p in report.sweep:
         row = _line(text, f"{p.top_fraction:g} ")
         assert f"{p.ne:.4f}" in row and f"{100 * p.coverage['knn']:.1f}%" in row
+        assert row.endswith(f"{p.fm_calls_per_covered_candidate:.3f}")
     assert text.rstrip().endswith("Invariants: all hold")
 
 
@@ -150,6 +166,8 @@ def test_html_pngs_and_json_are_written_and_linked(tmp_path: Path) -> None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
         assert f'src="{file}"' in page
     assert all(m.name in page for m in report.models)
+    assert "<h2>Precompute efficiency on the evaluation span</h2>" in page
+    assert f"<td>{report.efficiency['fm_calls_per_covered_candidate']:.3f}</td>" in page
     written = ReplayReport.from_json((tmp_path / "out" / "report.json").read_text())
     assert written == replace(report, invariants={"checked": list(INVARIANTS), "violated": []})
 
@@ -158,6 +176,38 @@ def test_json_round_trip() -> None:
     report = make_report(seed=3)
 
     assert ReplayReport.from_json(report.to_json()) == report
+
+
+def test_efficiency_pools_the_eval_hours() -> None:
+    """Hits over pairs across hours, not a mean of rates; the AUC averaged where defined; FM calls over the
+    candidate rows the pair tier covered (not over shown impressions)."""
+    e = make_report().efficiency
+    assert e == {
+        "hit_rate_ttl": (103 + 104 + 105) / 1200,
+        "requested_auc": pytest.approx(statistics.fmean([0.73, 0.74, 0.75])),
+        "fm_calls": 230 + 240 + 250,
+        "covered_candidates": 1060 + 1080 + 1100,
+        "fm_calls_per_covered_candidate": 720 / 3240,
+        "covered_candidates_per_fm_call": 3240 / 720,
+    }
+    nothing = HourFigures("h", "eval", 0, {}, None, 0, None)
+    assert set(efficiency([nothing]).values()) == {None, 0}
+
+
+def test_a_report_json_from_before_the_efficiency_figures_still_reads() -> None:
+    raw = json.loads(make_report().to_json())
+    raw.pop("efficiency")
+    for hour in raw["hours"]:
+        for name in ("candidates", "covered_candidates", "hit_rate_ttl", "ttl_pairs", "ttl_hits", "requested_auc"):
+            hour.pop(name)
+    for point in raw["sweep"]:
+        point.pop("fm_calls_per_covered_candidate")
+
+    old = ReplayReport.from_json(json.dumps(raw))
+
+    assert old.efficiency == {} and old.hours[1].hit_rate_ttl is None and old.hours[1].covered_candidates == 0
+    assert old.sweep[0].fm_calls_per_covered_candidate is None
+    assert check_invariants(old) == [] and "Precompute efficiency" not in table(old)
 
 
 def test_a_valid_report_holds_every_invariant() -> None:

@@ -18,11 +18,12 @@ NO_TRANSFER = "transfer ratio undefined: the FM does not beat the base VM"
 
 
 def span_means(report: ReplayReport, span: str | None) -> dict[str, float | None]:
-    """Mean over the span's hours (all hours for None) of each cumulative coverage tier, hit rate and staleness;
+    """Mean over the span's hours (all hours for None) of each cumulative coverage tier, hit rates and staleness;
     None where the span has no hour with that figure, NaN where an hour lacks a tier (an invariant names it)."""
     hours = [h for h in report.hours if span is None or h.span == span]
     means = {tier: _mean([h.coverage.get(tier, math.nan) for h in hours]) for tier in CUMULATIVE_TIERS}
     means["hit_rate"] = _mean([h.hit_rate for h in hours if h.hit_rate is not None])
+    means["hit_rate_ttl"] = _mean([h.hit_rate_ttl for h in hours if h.hit_rate_ttl is not None])
     means["staleness"] = _mean([h.staleness_hours_mean for h in hours if h.staleness_hours_mean is not None])
     return means
 

@@ -81,8 +81,10 @@ def _plot_precompute(fig: Figure, report: ReplayReport) -> None:
     ax.bar(times, [h.fm_calls for h in report.hours], width=timedelta(minutes=40), color="#90cdf4", label="FM calls")
     ax.set(ylabel="FM calls (pairs embedded)", xlabel="hour")
     rate = ax.twinx()
-    hit = [(t, h.hit_rate) for t, h in zip(times, report.hours, strict=True) if h.hit_rate is not None]
-    rate.plot([t for t, _ in hit], [r for _, r in hit], color="#c05621", marker=".", label="hit rate")
+    rates = (("hit_rate", "#c05621", "hit rate, same hour"), ("hit_rate_ttl", "#2f855a", "hit rate while fresh"))
+    for name, color, label in rates:
+        hit = [(t, getattr(h, name)) for t, h in zip(times, report.hours, strict=True) if getattr(h, name) is not None]
+        rate.plot([t for t, _ in hit], [r for _, r in hit], color=color, marker=".", label=label)
     rate.set(ylim=(0, 1.02), ylabel="precompute hit rate")
     fig.legend(loc="outside upper right", fontsize="small")
     fig.autofmt_xdate()

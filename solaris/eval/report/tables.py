@@ -27,7 +27,9 @@ class Section:
 
 
 def sections(report: ReplayReport) -> list[Section]:
-    return [_models(report), _per_hour(report), _embeddings(report), _sweep(report), _seconds(report)]
+    return [
+        _models(report), _per_hour(report), _efficiency(report), _embeddings(report), _sweep(report), _seconds(report)
+    ]  # fmt: skip
 
 
 # Every interval is a paired bootstrap over requests (eval.bootstrap): 95%, 1,000 resamples.
@@ -59,8 +61,23 @@ def _per_hour(report: ReplayReport) -> Section:
         (f"coverage {TIER_LABELS[t]}", *(pct(means[s][t]) for s in SPANS), PAPER_COVERAGE[t]) for t in CUMULATIVE_TIERS
     ]
     rows.append(("precompute hit rate", *(pct(means[s]["hit_rate"]) for s in SPANS), ""))
+    rows.append(("hit rate while fresh", *(pct(means[s]["hit_rate_ttl"]) for s in SPANS), ""))
     rows.append(("staleness, hours", *(num(means[s]["staleness"], ".2f") for s in SPANS), ""))
     return Section("Per hour, mean over the span's hours", ("figure", *SPANS, "paper"), rows)
+
+
+def _efficiency(report: ReplayReport) -> Section:
+    """Empty (so not shown) for a report written before it."""
+    e = report.efficiency
+    rows = [
+        ("hit rate while fresh (pooled)", pct(e.get("hit_rate_ttl"))),
+        ("selector AUC, requested while fresh", num(e.get("requested_auc"))),
+        ("FM calls", num(e.get("fm_calls"), ".0f")),
+        ("candidates covered by the pair tier", num(e.get("covered_candidates"), ".0f")),
+        ("FM calls per covered candidate", num(e.get("fm_calls_per_covered_candidate"), ".3f")),
+        ("covered candidates per FM call", num(e.get("covered_candidates_per_fm_call"), ".3f")),
+    ]
+    return Section("Precompute efficiency on the evaluation span", ("figure", "value"), rows if e else [])
 
 
 def _embeddings(report: ReplayReport) -> Section:
@@ -76,11 +93,12 @@ def _sweep(report: ReplayReport) -> Section:
             *(pct(p.coverage.get(t)) for t in CUMULATIVE_TIERS),
             *score_cells(p),
             num(p.fm_calls_per_served_pair, ".3f"),
+            num(p.fm_calls_per_covered_candidate, ".3f"),
         )
         for p in sorted(report.sweep, key=lambda p: p.top_fraction)
     ]
     tiers = tuple(f"cov {TIER_LABELS[t]}" for t in CUMULATIVE_TIERS)
-    header = ("top_fraction", *tiers, *SCORE_HEADER, "FM calls/served pair")
+    header = ("top_fraction", *tiers, *SCORE_HEADER, "FM calls/served pair", "FM calls/covered cand.")
     undefined = any(p.transfer_ratio is None for p in report.sweep)
     note = "; no transfer ratio where the FM's gain on the swept hours is within its interval" if undefined else ""
     return Section(f"top_fraction sweep (SOLARIS, all tiers{note})", header, rows)

@@ -63,5 +63,8 @@ CREATE TABLE IF NOT EXISTS precompute_runs (
     counts TEXT NOT NULL,
     timings TEXT NOT NULL,
     started_at BIGINT NOT NULL,
-    finished_at BIGINT
+    finished_at BIGINT,
+    figures TEXT NOT NULL
 );
+-- A store made before run records kept their quality figures gains the column.
+ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS figures TEXT NOT NULL DEFAULT '{}';

@@ -59,5 +59,6 @@ CREATE TABLE IF NOT EXISTS precompute_runs (
     counts TEXT NOT NULL,
     timings TEXT NOT NULL,
     started_at BIGINT NOT NULL,
-    finished_at BIGINT
+    finished_at BIGINT,
+    figures TEXT NOT NULL
 );

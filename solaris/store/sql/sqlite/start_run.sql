@@ -1,7 +1,7 @@
 INSERT INTO precompute_runs (run_id, interval_start, interval_end, fm_version, ae_version, vm_version,
-                             embedding_version, status, counts, timings, started_at, finished_at)
+                             embedding_version, status, counts, timings, started_at, finished_at, figures)
 VALUES (:run_id, :interval_start, :interval_end, :fm_version, :ae_version, :vm_version,
-        :embedding_version, 'running', '{}', '{}', :started_at, NULL)
+        :embedding_version, 'running', '{}', '{}', :started_at, NULL, '{}')
 ON CONFLICT (run_id) DO UPDATE SET
     interval_start = excluded.interval_start,
     interval_end = excluded.interval_end,

@@ -1,0 +1,3 @@
+UPDATE precompute_runs
+SET figures = :figures
+WHERE run_id = :run_id
