@@ -1,10 +1,14 @@
 """
-### solaris_train: FM → AE → VM variants → promotion gate
+### solaris_train: FM → AE → VM variants → promotion gate, and the demand model
 
 Trains the foundation model on the world's FM span, the autoencoder on its embeddings, every vertical-model
 variant on features as they would have been served, then runs the promotion gate: the served VM variant's
 chain (FM, AE, VM) becomes `@champion` only if it beats the current champion's NE on the same evaluation
 hours. Each task registers its model in MLflow and passes on only version numbers.
+
+Beside the chain, `train_demand` learns which candidate pairs get requested while fresh (the budget
+selector's model) from the request log's hours before the run's logical time, and promotes it when its AUC
+is at least the champion's.
 
 Runs daily and on demand (trigger it from the UI after new data lands). Its Assets name the three
 champions; `solaris_precompute` reads the VM champion's asset as its inlet and resolves the chain from it.
@@ -12,13 +16,14 @@ champions; `solaris_precompute` reads the VM champion's asset as its inlet and r
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, task
 
 from solaris.assets import AE_CHAMPION, FM_CHAMPION, VM_CHAMPION
+from solaris.precompute.params import airflow_param
 
 
 def _context(params: dict[str, Any]) -> tuple[Any, Any]:
@@ -41,6 +46,7 @@ def _context(params: dict[str, Any]) -> tuple[Any, Any]:
     params={
         "epochs": Param(6, type="integer", minimum=1, maximum=100, description="maximum epochs per model"),
         "seed": Param(0, type="integer", minimum=0, description="training seed"),
+        "ttl_hours": Param(**airflow_param("ttl_hours")),
     },
 )
 def solaris_train() -> None:
@@ -79,6 +85,19 @@ def solaris_train() -> None:
             raise AirflowSkipException(f"challenger not promoted: {decision['reason']}")
         return decision
 
+    @task
+    def train_demand(
+        params: dict[str, Any] | None = None, data_interval_end: datetime | None = None, dag_run: Any = None
+    ) -> dict[str, Any]:
+        from solaris.config import Settings
+        from solaris.precompute.spec import target_time
+        from solaris.training import steps
+
+        params = params or {}
+        at = target_time(data_interval_end, dag_run.run_after if dag_run else None)
+        return steps.train_demand(Settings.from_env(), at, int(params["ttl_hours"]), int(params["seed"]))
+
+    train_demand()
     fm = train_fm()
     ae = train_ae(fm)
     vms = train_vms(ae)

@@ -92,12 +92,18 @@ def make_store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
 
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, TrainReport]:
-    """``train_all`` on the tiny world, registered in its own MLflow store; FM, AE and VM are @champion.
+    """``train_all`` on the tiny world, registered in its own MLflow store; FM, AE and VM are @champion, and
+so is a demand model trained on the world's last day (the budget selector, the default, needs one).
 
     Tests that move aliases must put them back: the tracking, precompute and DAG tests all share it.
     """
     from solaris.data.synthetic import PRESETS, generate_world
     from solaris.models.training import FitConfig
+    from solaris.data.eventlog import EventLog
+    from solaris.precompute.params import PrecomputeParams
+    from solaris.training.demand_fit import DemandPlan
+    from solaris.tracking import registry
+    from solaris.training.demand import train_demand_job
     from solaris.training.jobs import TrainPlan, World, train_all
 
     home = tmp_path_factory.mktemp("solaris")
@@ -105,6 +111,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, 
     generate_world(PRESETS["tiny"].with_seed(0), settings.world_dir("tiny"), overwrite=True, progress=False)
     plan = TrainPlan(fit=FitConfig(progress=False, threads=1))
     report = train_all(settings, settings.world_dir("tiny"), plan)
+    log = EventLog(settings.world_dir("tiny"))
+    demand_plan = DemandPlan(train_hours=12, valid_hours=2)
+    train_demand_job(registry.connect(settings), settings, log, log.end, PrecomputeParams.ttl_hours, demand_plan)
     return settings, World.open(settings.world_dir("tiny"), plan.fractions), report
 
 

@@ -1,6 +1,7 @@
 """``solaris main``: the README's main job on the embedded setup.
 
-Generate the world, train and register the models (FM, AE, VM variants, promotion gate), then run the
+Generate the world, train and register the models (FM, AE, VM variants, promotion gate; the demand model
+on the hours before the first precomputed one), then run the
 ``solaris_precompute`` DAG through Airflow (``dag.test``, SQLite metadata DB) for the world's last hours,
 and print each hour's coverage by tier and seconds per step.
 """
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(log.summary(), indent=2))
     _train(settings)
     hours = [log.end - timedelta(hours=args.hours - i) for i in range(args.hours)]
+    _train_demand(settings, hours[0])
     keys = _precompute_through_airflow(settings, hours, conf)
 
     from solaris.precompute.summary import run_metrics, table
@@ -49,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
     print(table(run_metrics(settings, keys)))
     print(f"\nmain job: {time.perf_counter() - started:.0f} s")
     return 0
+
+
+def _train_demand(settings: Any, until: datetime) -> None:
+    """The budget selector's demand model, on the request log's hours before the first precomputed hour."""
+    from solaris.training import steps
+
+    print(json.dumps(steps.train_demand(settings, until, PrecomputeParams.ttl_hours, seed=0)))
 
 
 def _train(settings: Any) -> None:

@@ -1,9 +1,13 @@
-"""``solaris train fm|ae|vm|all``: train, log to MLflow, register; ``all`` also runs the promotion gate."""
+"""``solaris train fm|ae|vm|demand|all``: train, log to MLflow, register; ``all`` also runs the promotion
+gate, then trains the demand model."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
+
+from solaris.precompute.params import cli_option
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     vm.add_argument("--variant", default="solaris", help="base|distilled|solaris|solaris_distilled")
     vm.add_argument("--ae-version", help="AE version, with the FM it compresses (default: solaris-ae@challenger)")
     vm.set_defaults(handler=vm_)
-    tsub.add_parser("all", parents=[common], help="FM, AE, every VM variant, promotion gate").set_defaults(
+    demand = tsub.add_parser("demand", parents=[common], help="train solaris-demand (the budget selector's model)")
+    demand.add_argument("--until", help="ISO-8601 time: train on the hours before it (default: the log's end)")
+    flag, options = cli_option("ttl_hours")
+    demand.add_argument(flag, **options)
+    demand.set_defaults(handler=demand_)
+    tsub.add_parser("all", parents=[common], help="FM, AE, every VM variant, promotion gate, demand model").set_defaults(
         handler=all_
     )
 
@@ -70,6 +79,20 @@ def ae_(args: argparse.Namespace) -> int:
     return 0
 
 
+def demand_(args: argparse.Namespace) -> int:
+    from solaris.config import get_settings
+    from solaris.data.eventlog import EventLog
+    from solaris.training import steps
+
+    settings = get_settings()
+    settings = settings.with_overrides(world=args.name) if args.name else settings
+    until = datetime.fromisoformat(args.until) if args.until else EventLog(settings.world_dir()).end
+    if until.tzinfo is None:
+        raise ValueError(f"--until {args.until!r} needs a UTC offset (e.g. 2026-01-09T12:00+00:00)")
+    print(json.dumps(steps.train_demand(settings, until, args.ttl_hours, args.seed)))
+    return 0
+
+
 def vm_(args: argparse.Namespace) -> int:
     from solaris.models.vm import VARIANTS
     from solaris.training.jobs import registered_teacher, train_vm_job, vm_data
@@ -95,4 +118,11 @@ def all_(args: argparse.Namespace) -> int:
         _print(f"solaris-vm ({variant})", trained.version, trained.metrics)
     if report.decision is not None:
         print(json.dumps({"promoted": report.decision.promoted, "reason": report.decision.reason}))
+    from solaris.data.eventlog import EventLog
+    from solaris.precompute.params import PrecomputeParams
+    from solaris.training import steps
+
+    world = settings.with_overrides(world=args.name) if args.name else settings
+    until = EventLog(world.world_dir()).end
+    print(json.dumps(steps.train_demand(world, until, PrecomputeParams.ttl_hours, args.seed)))
     return 0

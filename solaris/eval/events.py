@@ -15,11 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
-from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, hour_start_matrix, pair_key, ts_micros
+from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, hour_start_matrix, ts_micros
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.splits import Span
-from solaris.models.vm import TIERS
-from solaris.serving.servedlog import read_served, served_codes
+from solaris.serving.served_rows import base_columns, joined, served_matrix
 
 SERVED_COLUMNS = ["request_id", "ts", "user_id", "item_id", "position"]
 
@@ -59,27 +58,16 @@ def served_events(
 ) -> ServedEvents:
     """The span's impressions joined to what was served for each (by request and item); every row must have
     been served with ``embedding_version``, since a VM may only ever be fed the codes of its own version."""
-    shown = log.impressions(span.start, span.end)
-    served = read_served(served_dir, span.start, span.end, code_dim)
-    versions = set(pc.unique(served["embedding_version"]).to_pylist())
-    if versions - {embedding_version}:
-        raise ValueError(f"{span} was served with embedding versions {sorted(versions)}, expected only {embedding_version!r}")
-    order = _match(shown, served)
-    served = served.take(pa.array(order))
+    shown, served = joined(log, span, served_dir, embedding_version, code_dim)
     fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
     ts = ts_micros(shown["ts"])
-    users, items = shown["user_id"].to_numpy(), shown["item_id"].to_numpy()
     fm_click_hourly = embed(fm, hour_start_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
-    base = base_matrix(users, items, ts, shown["position"].to_numpy())
-    blocks = [base]
-    for tier in TIERS:
-        blocks += [served_codes(served, tier), served[f"{tier}_flag"].to_numpy().astype(np.float32)[:, None]]
     return ServedEvents(
         click=shown["click"].to_numpy().astype(np.float32),
         fm_click=fm_click.astype(np.float32),
         fm_click_hourly=fm_click_hourly.astype(np.float32),
-        base=base,
-        served=np.concatenate(blocks, axis=1, dtype=np.float32),
+        base=base_matrix(*base_columns(shown)),
+        served=served_matrix(shown, served),
         tiers=served["tier"].to_numpy().astype(np.int8),
         hours=ts // US_PER_HOUR,
         requests=_request_ids(shown),
@@ -93,22 +81,3 @@ def _request_ids(table: pa.Table) -> np.ndarray:
     missing = pc.is_null(column).to_numpy(zero_copy_only=False)
     ids[missing] = -1 - np.flatnonzero(missing)
     return ids
-
-
-def _match(shown: pa.Table, served: pa.Table) -> np.ndarray:
-    """Index into ``served`` of each shown impression; every impression must have been served exactly once."""
-    keys = [_key(t) for t in (shown, served)]
-    if len(np.unique(keys[1])) != len(keys[1]):
-        raise ValueError("the served log holds a (request, item) pair twice: was an hour served twice?")
-    order = np.argsort(keys[1])
-    at = np.searchsorted(keys[1], keys[0], sorter=order)
-    found = order[np.minimum(at, len(order) - 1)] if len(order) else np.zeros(len(keys[0]), np.int64)
-    missing = (at >= len(order)) | (keys[1][found] != keys[0]) if len(order) else np.ones(len(keys[0]), bool)
-    if missing.any():
-        raise ValueError(f"{int(missing.sum())} impressions have no served row: the replay did not serve their hour")
-    return found
-
-
-def _key(table: pa.Table) -> np.ndarray:
-    request = pc.fill_null(table["request_id"], -1).to_numpy().astype(np.int64)
-    return pair_key(request, table["item_id"].to_numpy().astype(np.int64))

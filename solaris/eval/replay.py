@@ -59,7 +59,9 @@ class ReplayConfig:
         check_fm_refresh(self.fm_refresh)
 
     def precompute_params(self, top_fraction: float) -> dict[str, object]:
-        return {"top_fraction": top_fraction, "ttl_hours": self.ttl_hours, "shards": 1, "device": self.device}
+        """The paper's verifier selects in the main run and the sweep: the transfer ratios are measured on the
+        paper's speculation; selectors are compared in their own arms."""
+        return {"selector": "verifier", "top_fraction": top_fraction, "ttl_hours": self.ttl_hours, "shards": 1, "device": self.device}
 
 
 @dataclass
@@ -146,6 +148,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         swept_fractions=list(config.sweep),
         fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
         staleness_hours=distribution(evaluated.staleness_hours),
+        efficiency=efficiency(evaluated.figures),
         seconds=replay.seconds,
         protocol=protocol(config.fm_refresh),
         fm_versions=[c.as_dict() for c in chains],
@@ -254,6 +257,7 @@ def _sweep(
                 ne_gain=scored.ne_gain,
                 ne_gain_ci95=scored.ne_gain_ci95,
                 transfer_ratio_ci95=scored.transfer_ratio_ci95,
+                fm_calls_per_covered_candidate=efficiency(run.figures)["fm_calls_per_covered_candidate"],
             )
         )
     return points
@@ -269,6 +273,26 @@ def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:
     """FM embeddings computed per pair served from the pair tier: what one useful embedding costs."""
     served_on_pair = sum(f.served * f.coverage["pair"] for f in figures)
     return sum(f.fm_calls for f in figures) / served_on_pair if served_on_pair else float("inf")
+
+
+def efficiency(figures: list[HourFigures]) -> dict[str, float | None]:
+    """The hours' precompute efficiency, pooled: hits over the pairs whose TTL ended in them (a hit is a
+    candidate request while fresh), the selector's AUC averaged over the hours that have one, and the FM calls
+    made for the hours per candidate row the pair tier covered in them (and the inverse); None where undefined.
+
+    Unlike :func:`fm_calls_per_served_pair`, which divides by shown impressions, this counts every candidate
+    the ranker scored with a pair code: what the precompute is for."""
+    pairs, hits = sum(f.ttl_pairs for f in figures), sum(f.ttl_hits for f in figures)
+    aucs = [f.requested_auc for f in figures if f.requested_auc is not None]
+    calls, covered = sum(f.fm_calls for f in figures), sum(f.covered_candidates for f in figures)
+    return {
+        "hit_rate_ttl": hits / pairs if pairs else None,
+        "requested_auc": float(np.mean(aucs)) if aucs else None,
+        "fm_calls": calls,
+        "covered_candidates": covered,
+        "fm_calls_per_covered_candidate": calls / covered if covered else None,
+        "covered_candidates_per_fm_call": covered / calls if calls else None,
+    }
 
 
 def distribution(values: np.ndarray) -> dict[str, float]:

@@ -23,20 +23,21 @@ from solaris.models.autoencoder import AEConfig, Autoencoder
 from solaris.models.features import IdTable
 from solaris.models.fm import FMConfig, FoundationModel
 from solaris.models.vm import VerticalModel, VMConfig
+from solaris.models.demand import DemandConfig, DemandModel
 
 SPEC_FILE, WEIGHTS_FILE = "spec.json", "weights.safetensors"
 FOLDER = "solaris_model"  # the folder that holds the two files among a logged model's artifacts
 FORMAT = 1
-KINDS: dict[str, type[nn.Module]] = {"fm": FoundationModel, "ae": Autoencoder, "vm": VerticalModel}
+KINDS: dict[str, type[nn.Module]] = {"fm": FoundationModel, "ae": Autoencoder, "vm": VerticalModel, "demand": DemandModel}
 
 
 def save(model: nn.Module, folder: Path) -> None:
     """Write ``model``'s spec and weights into ``folder`` (created if missing)."""
     kind = next((k for k, cls in KINDS.items() if type(model) is cls), None)
     if kind is None:
-        raise TypeError(f"cannot save a {type(model).__name__}: not a FoundationModel, Autoencoder or VerticalModel")
+        raise TypeError(f"cannot save a {type(model).__name__}: not one of {', '.join(c.__name__ for c in KINDS.values())}")
     spec: dict[str, Any] = {"format": FORMAT, "kind": kind, "config": dataclasses.asdict(model.config)}
-    if kind != "ae":
+    if kind in ("fm", "vm"):
         spec["side_features"] = {"user": list(model.user.names), "item": list(model.item.names)}
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SPEC_FILE).write_text(json.dumps(spec, indent=2, sort_keys=True))
@@ -62,6 +63,9 @@ def _build(spec: dict[str, Any], state: dict[str, torch.Tensor]) -> nn.Module:
     if kind == "ae":
         config = _config(AEConfig, raw)
         return Autoencoder(config, np.zeros((1, config.input_dim), np.float32))
+    if kind == "demand":
+        config = _config(DemandConfig, raw)
+        return DemandModel(config, np.zeros((1, len(config.features)), np.float32))
     names = spec["side_features"]
     users = IdTable(state["user.features"].numpy(), tuple(names["user"]))
     items = IdTable(state["item.features"].numpy(), tuple(names["item"]))

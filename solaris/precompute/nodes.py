@@ -36,7 +36,8 @@ from solaris.precompute.quality import INSTANT
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, USER_VECTORS
-from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses, select_top_fraction
+from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
+from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
 from solaris.precompute.staging import Staging, StepStaging
 from solaris.store import FeatureStore, open_configured_store
@@ -115,16 +116,19 @@ def _pairs_in(users: np.ndarray, items: np.ndarray, in_users: np.ndarray, in_ite
 def resolve(
     settings: Settings, data_interval_end: datetime, params: Mapping[str, Any] | None, started_at: datetime
 ) -> Meta:
-    """Pin FM/AE/VM @champion once for the whole run, register the embedding version, open the run record."""
+    """Pin FM/AE/VM @champion (and the demand model's, for the budget selector) once for the whole run,
+    register the embedding version, open the run record."""
     from solaris.tracking import registry
     from solaris.embedding_version import parse_embedding_version
 
     with timed({}) as meta:
         checked = PrecomputeParams.from_mapping(dict(params or {}))
         start, end = target_interval(data_interval_end)
-        pinned = registry.resolve_champions(registry.connect(settings))
+        client = registry.connect(settings)
+        pinned = registry.resolve_champions(client)
+        demand = registry.resolve_demand(client) if checked.selector == "budget" else None
         fm, ae, dim, dtype = parse_embedding_version(pinned.embedding_version)
-        run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked)
+        run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked, demand)
         with open_configured_store(settings, init=True) as store:
             version = store.register_embedding_version(fm, ae, dim, dtype, created_at=start)
             if version != run.embedding_version:
@@ -135,11 +139,18 @@ def resolve(
 
 
 def coverage(run: HourRun, settings: Settings) -> Meta:
-    """Coverage by tier of the last hour's requests and hit rate of the previous run; before any write."""
+    """The quality figures of the hour past (:func:`.quality.figures`), before any write; on the run record at once.
+
+    A rerun of the hour reuses the figures its first attempt recorded: that attempt replaced the aggregates
+    and neighbours the hour was served from, so measuring again would report coverage the hour never had.
+    """
     with timed({}) as meta, open_configured_store(settings) as store:
-        log = event_log(settings)
-        meta |= quality.coverage(store, run.embedding_version, log, run.interval_start)
-        meta |= quality.hit_rate(log, code_log(settings, run), run.interval_start)
+        if (earlier := store.get_run(run.run_key)) is not None and earlier.figures:
+            meta |= earlier.figures
+        else:
+            log, codes = event_log(settings), code_log(settings, run)
+            meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, run.params.ttl_hours)
+            store.record_run_figures(run.run_key, meta)
     return meta
 
 
@@ -173,34 +184,14 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
     return meta
 
 
-def verifier_inputs(vm: Any, version: str, user_ids: np.ndarray, item_ids: np.ndarray, at: datetime) -> np.ndarray:
-    """The VM's input rows for candidate pairs at ``at``: position 0 and every embedding tier absent.
-
-    Store features are left out on purpose: they change as this run writes, and a rerun must score alike.
-    """
-    from solaris.enrichment.tiers import absent, served_inputs
-    from solaris.store.codec import to_micros
-
-    n = len(user_ids)
-    ts = np.full(n, to_micros(at, "at"), np.int64)
-    return served_inputs(vm, version, user_ids, item_ids, ts, np.zeros(n, np.int64), absent(n, vm.config.code_dim))
-
-
 def select(run: HourRun, settings: Settings) -> Meta:
-    """Verifier scores with the pinned VM, then the top fraction (re-queued pairs forced)."""
-    from solaris.models.vm import VerticalModel, score
-    from solaris.tracking import registry
-
+    """The pairs the FM embeds, by the run's ``selector`` (:mod:`.selectors`); the scored pool to the score log."""
     with timed({}) as meta:
         stage = step_staging(settings, run, "select")
         pool = stage.read(POOL).to_pandas()
-        registry.connect(settings)
-        vm = registry.load_vm(run.vm_version)
-        if not isinstance(vm, VerticalModel):
-            raise ValueError(f"solaris-vm version {run.vm_version} is not a SOLARIS vertical model")
-        users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
-        scores = score(vm, verifier_inputs(vm, run.embedding_version, users, items, run.interval_start))
-        chosen = select_top_fraction(pool.assign(score=scores), run.params.top_fraction, run.params.per_user_cap)
+        codes = code_log(settings, run)
+        scored, chosen = SELECTORS[run.params.selector](run, settings, pool, codes)
+        codes.score_log.write_pool(run.interval_start, scored, chosen)
         stage.write(SELECTED, chosen)
         meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum())}
     return meta
@@ -333,12 +324,13 @@ def _rewritten_rows(previous: NeighbourTable, built: NeighbourTable) -> np.ndarr
 
 
 def expire(run: HourRun, settings: Settings) -> Meta:
-    """Delete what expired by the hour's start (reads already ignore it; this reclaims the space), and the
-    code log's hours older than its retention (``expired_code_log_hours``: how many hour files went)."""
+    """Delete what expired by the hour's start (reads already ignore it; this reclaims the space), and the code
+    and score logs' hours older than the retention (``expired_code_log_hours`` / ``_score_log_hours``: files gone)."""
     with timed({}) as meta, open_configured_store(settings) as store:
         meta |= {f"expired_{k}": v for k, v in store.expire(run.interval_start).items()}
         kept_from = run.interval_start - timedelta(hours=run.params.code_log_retention_hours)
         meta["expired_code_log_hours"] = code_log(settings, run).prune(kept_from)
+        meta["expired_score_log_hours"] = code_log(settings, run).score_log.prune(kept_from)
     return meta
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from solaris.config import DEVICES
 
+SELECTORS = ("budget", "verifier")
+FM_BUDGET = 60_000
 _TYPES = {"int": (numbers.Integral, "integer", int), "float": (numbers.Real, "number", float), "str": (str, "string", str)}
 
 
@@ -53,8 +55,22 @@ def knob(default: Any, description: str, **bounds: Any) -> Any:
 class PrecomputeParams:
     """What a user may change per run; the fields with ``in_form`` make the DAG's trigger form."""
 
+    selector: str = knob(
+        "budget",
+        "how the pairs the FM embeds are chosen: budget (predicted demand x gain, up to fm_budget FM calls, "
+        "re-queue included) or verifier (the paper's: the VM's top_fraction of candidates, re-queue forced)",
+        choices=SELECTORS,
+        in_form=True,
+    )
+    # The default is what the verifier's top_fraction 0.2 spends per hour on the default world (measured).
+    fm_budget: int = knob(FM_BUDGET, "FM calls per hour at most (selector budget)", minimum=1, in_form=True)
     top_fraction: float = knob(
-        0.2, "share of candidates the FM embeds", minimum=0, exclusive_minimum=True, maximum=1, in_form=True
+        0.2,
+        "share of candidates the FM embeds (selector verifier)",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=1,
+        in_form=True,
     )
     ttl_hours: int = knob(4, "hours a pair embedding stays fresh", minimum=1, maximum=48, in_form=True)
     shards: int = knob(2, "FM embedding tasks (mapped)", minimum=1, maximum=64, in_form=True)

@@ -34,6 +34,7 @@ class HourRun:
     embedding_version: str
     code_dim: int
     params: PrecomputeParams
+    demand_version: str | None = None  # solaris-demand, pinned when the selector is ``budget``
 
     @property
     def expires_at(self) -> datetime:

@@ -1,4 +1,5 @@
-"""Registered models ``solaris-fm``, ``solaris-ae``, ``solaris-vm``: logging, tags, aliases, pinned loading.
+"""Registered models ``solaris-fm``, ``solaris-ae``, ``solaris-vm`` and ``solaris-demand``: logging, tags,
+aliases, pinned loading.
 
 Aliases, not stages: ``challenger`` marks what the last training produced, ``champion`` what serves. The VM's
 tags name the FM and AE versions it was trained with, so :func:`resolve_champions` derives the whole chain
@@ -30,6 +31,7 @@ from solaris.models import files
 from solaris.tracking import sqlite_file
 
 FM_MODEL, AE_MODEL, VM_MODEL = "solaris-fm", "solaris-ae", "solaris-vm"
+DEMAND_MODEL = "solaris-demand"  # the speculation's request model: promoted on its own, not with the chain
 CHAMPION, CHALLENGER = "champion", "challenger"
 PIP_REQUIREMENTS = [
     f"torch=={torch.__version__.split('+')[0]}",
@@ -140,6 +142,14 @@ def resolve_champions(client: MlflowClient) -> PinnedVersions:
     return pinned_from_vm(client, vm.version)
 
 
+def resolve_demand(client: MlflowClient) -> str:
+    """The demand model's champion version: what the budget selector of a precompute run pins."""
+    found = version_by_alias(client, DEMAND_MODEL, CHAMPION)
+    if found is None:
+        raise ValueError(f"{DEMAND_MODEL} has no @{CHAMPION}: run `solaris train demand` (or use selector verifier)")
+    return str(found.version)
+
+
 def _load(name: str, version: str) -> torch.nn.Module:
     """Download the version's files and build the model from them with this package's classes."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,3 +174,6 @@ def load_ae(version: str) -> torch.nn.Module:
 def load_vm(version: str) -> torch.nn.Module:
     return _load(VM_MODEL, version)
 
+
+def load_demand(version: str) -> torch.nn.Module:
+    return _load(DEMAND_MODEL, version)

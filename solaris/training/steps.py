@@ -7,6 +7,8 @@ version and returns a small JSON-able dict for XCom.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from solaris.config import Settings
@@ -78,3 +80,23 @@ def gate(
         lambda champion: champion_ne(world, champion, chosen.device),
     )  # fmt: skip
     return {"promoted": decision.promoted, "reason": decision.reason, "embedding_version": embedding}
+
+
+def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int) -> dict[str, Any]:
+    """The demand model on the request log's hours before ``until`` (the run's logical time, at most the
+    log's end), with per-cohort gains from the last day's features as served, promoted on its own gate."""
+    from solaris.data.eventlog import EventLog
+    from solaris.training.demand_fit import DemandPlan
+    from solaris.training.demand import train_demand_job
+    from solaris.training.demand_gains import served_gains
+
+    log = EventLog(settings.world_dir())
+    until = min(until, log.end)
+    plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
+    client = registry.connect(settings)
+    gains = {}
+    champion = registry.version_by_alias(client, VM_MODEL, registry.CHAMPION)
+    if champion is not None:  # what a pair code gained the served VM over the last day, per cohort
+        gains = served_gains(log, settings.data_dir / "served", registry.load_vm(str(champion.version)), until)
+    decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
+    return {"demand_version": decision.version, "promoted": decision.promoted, "reason": decision.reason, "auc": decision.auc}

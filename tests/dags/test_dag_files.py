@@ -41,7 +41,8 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
 
     dag = dagbag.dags["solaris_precompute"]
     assert dag.schedule == "@hourly"
-    assert set(dag.params) == set(FORM) == {"top_fraction", "ttl_hours", "shards", "batch_size", "device"}
+    form = {"selector", "fm_budget", "top_fraction", "ttl_hours", "shards", "batch_size", "device"}
+    assert set(dag.params) == set(FORM) == form
     for name in FORM:
         param = dag.params.get_param(name)
         declared = airflow_param(name)
@@ -49,6 +50,9 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
         assert (param.value, param.description, param.schema) == (default, description, declared), name
     assert dag.params.get_param("top_fraction").schema["exclusiveMinimum"] == 0
     assert dag.params.get_param("device").schema["enum"] == ["auto", "cpu", "cuda"]
+    assert dag.params.get_param("selector").schema["enum"] == ["budget", "verifier"]
+    assert dag.params.get_param("fm_budget").schema == {"type": "integer", "minimum": 1}
+    assert "FM calls" in dag.params.get_param("fm_budget").description
     shard = dag.task_dict["embed_shard"]
     assert (shard.pool, shard.queue) == (GPU_POOL, "gpu")
     assert isinstance(shard, MappedOperator)

@@ -51,9 +51,37 @@ def test_rerunning_an_hour_leaves_the_store_identical(run_settings: Settings) ->
 
     assert store_checksum(run_settings.store_url) == before
     assert again["counts"] == second["counts"]
+    assert again["quality"] == second["quality"]  # measured once, before the first attempt wrote
     # The rerun faced real decisions: pairs kept fresh by the first hour, and misses to re-queue.
     assert second["counts"]["still_fresh"] > 0 and second["counts"]["requeued"] > 0
     assert before["pair_embeddings"][0] > second["counts"]["pairs_written"] > 0
+
+
+def test_the_run_record_and_mlflow_carry_the_efficiency_figures(run_settings: Settings) -> None:
+    """With a 1 h TTL the second run judges the first's pairs, whose freshness just ended: hit while fresh
+    is then the same-hour hit rate, and the selector's AUC is measured on the first run's scored pool."""
+    from solaris.precompute.summary import run_metrics
+
+    params = PARAMS | {"ttl_hours": 1, "selector": "verifier"}  # the session's demand model predicts 4 h
+    start = EventLog(run_settings.world_dir()).start + FIRST_HOUR
+    first = run_hour(run_settings, start, params, clock=fixed_clock)
+    done = run_hour(run_settings, start + timedelta(hours=1), params, clock=fixed_clock)
+
+    figures = done["quality"]
+    assert figures["ttl_pairs"] == figures["previous_pairs"] == first["counts"]["pairs_written"] > 0
+    assert figures["hit_rate_ttl"] == figures["hit_rate"] and 0 < figures["ttl_hits"] < figures["ttl_pairs"]
+    assert figures["scored_pairs"] == first["counts"]["pool"] - first["counts"]["still_fresh"]
+    assert 0 < figures["requested_auc"] < 1  # both labels present (its value is measured, not asserted)
+    covered = figures["covered_pair_candidates"]
+    assert 0 < covered <= figures["served_pairs"] * figures["coverage_pair"] + 0.5
+    assert figures["fm_calls_per_covered_candidate"] == pytest.approx(figures["previous_pairs"] / covered)
+    assert figures["covered_candidates_per_fm_call"] == pytest.approx(covered / figures["previous_pairs"])
+    with open_store(run_settings.store_url) as store:
+        record = store.get_run(done["run_key"])
+    assert record is not None and record.figures == figures
+    logged = run_metrics(run_settings, [done["run_key"]])[done["run_key"]]
+    assert {k: logged[k] for k in figures} == figures
+    assert done["counts"]["expired_score_log_hours"] == 0
 
 
 def _copy_chain(client: MlflowClient, settings: Settings, world: World, report: TrainReport) -> PinnedVersions:

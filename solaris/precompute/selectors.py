@@ -1,0 +1,89 @@
+"""The two ways a run chooses the pairs the FM embeds, by the ``selector`` parameter.
+
+- ``verifier``: the paper's. The pinned VM scores each candidate (position 0, every tier absent), the best
+  ``top_fraction`` go to the FM, re-queued misses are forced on top (:mod:`.selection`).
+- ``budget``: the pinned demand model predicts which pairs will be requested while fresh, weighted by what a
+  pair code adds over the user's lower tiers, and the best ``fm_budget`` pairs go, re-queue included
+  (:mod:`solaris.precompute.budget`).
+
+Each returns the scored pool (``score``: what the selector ranked by, kept in the score log) and the chosen
+rows with a ``forced`` column. Neither reads store features: they change as the run writes, and a rerun
+must choose alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.precompute.codelog import CodeLog
+from solaris.precompute.selection import select_top_fraction
+from solaris.precompute.spec import HourRun
+
+Choice = tuple[pd.DataFrame, pd.DataFrame]
+
+
+def verifier_inputs(vm: Any, version: str, user_ids: np.ndarray, item_ids: np.ndarray, at: datetime) -> np.ndarray:
+    """The VM's input rows for candidate pairs at ``at``: position 0 and every embedding tier absent."""
+    from solaris.enrichment.tiers import absent, served_inputs
+    from solaris.store.codec import to_micros
+
+    n = len(user_ids)
+    ts = np.full(n, to_micros(at, "at"), np.int64)
+    return served_inputs(vm, version, user_ids, item_ids, ts, np.zeros(n, np.int64), absent(n, vm.config.code_dim))
+
+
+def by_verifier(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeLog) -> Choice:
+    from solaris.models.vm import VerticalModel, score
+    from solaris.tracking import registry
+
+    registry.connect(settings)
+    vm = registry.load_vm(run.vm_version)
+    if not isinstance(vm, VerticalModel):
+        raise ValueError(f"solaris-vm version {run.vm_version} is not a SOLARIS vertical model")
+    users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
+    scored = pool.assign(score=score(vm, verifier_inputs(vm, run.embedding_version, users, items, run.interval_start)))
+    return scored, select_top_fraction(scored, run.params.top_fraction, run.params.per_user_cap)
+
+
+def with_aggregate(codes: CodeLog, users: np.ndarray, at: datetime, window_hours: int) -> np.ndarray:
+    """Whether each user has pair codes in the aggregate's window before ``at`` (so an aggregate serves them
+    this hour whatever this run writes): the code log's earlier hours, which this run never rewrites."""
+    earlier = codes.read(at - timedelta(hours=window_hours - 1), at)
+    return np.isin(users, earlier.user_ids)
+
+
+def by_budget(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeLog) -> Choice:
+    from solaris.precompute.budget import pair_values, select_within_budget
+    from solaris.precompute.demand_features import demand_features
+    from solaris.models.demand import DemandModel, predict
+    from solaris.tracking import registry
+
+    if run.demand_version is None:
+        raise ValueError("selector budget needs a pinned solaris-demand version; the run record has none")
+    registry.connect(settings)
+    model = registry.load_demand(run.demand_version)
+    if not isinstance(model, DemandModel):
+        raise ValueError(f"solaris-demand version {run.demand_version} is not a SOLARIS demand model")
+    if model.config.ttl_hours != run.params.ttl_hours:
+        raise ValueError(
+            f"solaris-demand version {run.demand_version} predicts requests within {model.config.ttl_hours} h, but "
+            f"this run's ttl_hours is {run.params.ttl_hours}: train one with --ttl-hours {run.params.ttl_hours}"
+        )
+    users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
+    features = demand_features(EventLog(settings.world_dir()), users, items, run.interval_start, run.params.ttl_hours)
+    gain = model.config.gain(with_aggregate(codes, users, run.interval_start, run.params.window_hours))
+    scored = pool.assign(score=pair_values(predict(model, features), gain))
+    return scored, select_within_budget(scored, run.params.fm_budget)
+
+
+SELECTORS: dict[str, Callable[[HourRun, Settings, pd.DataFrame, CodeLog], Choice]] = {
+    "verifier": by_verifier,
+    "budget": by_budget,
+}

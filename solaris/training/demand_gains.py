@@ -1,0 +1,69 @@
+"""What a pair code is worth, per cohort, estimated from features as served.
+
+On every served row that had a pair code, the serving VM's log loss as served is compared with its loss on
+the same row with the pair code taken away (its block zeroed, its flag 0: exactly what the VM sees when the
+pair tier misses), the lower tiers left as they were. The mean difference per cohort (the user had an
+aggregate or not) is the pair code's expected gain there: one model, the same rows, no confounding by which
+pairs happened to be precomputed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from solaris.data.eventlog import EventLog
+from solaris.models.demand import COHORTS
+from solaris.models.features import BASE_COLUMNS, TIERS
+from solaris.models.splits import Span
+from solaris.models.vm import VerticalModel, score
+from solaris.serving.served_rows import joined, served_matrix
+
+EPS = 1e-7
+MIN_ROWS = 200  # fewer pair-fed rows in a cohort than this: its gain is not estimated (the other's is used)
+
+
+def _log_loss(click: np.ndarray, p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, EPS, 1 - EPS)
+    return -(click * np.log(p) + (1 - click) * np.log(1 - p))
+
+
+def tier_columns(code_dim: int, tier: str) -> slice:
+    """The columns of ``tier``'s code and flag in a SOLARIS VM's input rows."""
+    start = len(BASE_COLUMNS) + TIERS.index(tier) * (code_dim + 1)
+    return slice(start, start + code_dim + 1)
+
+
+def cohort_gains(vm: VerticalModel, served: np.ndarray, click: np.ndarray) -> dict[str, float]:
+    """Mean log-loss gain of the pair code per cohort (keys of :data:`COHORTS`), floored at a small positive
+    value so that a cohort is never worth nothing; ``{}`` when no cohort has enough pair-fed rows."""
+    dim = vm.config.code_dim
+    pair, agg = tier_columns(dim, "pair"), tier_columns(dim, "agg")
+    fed = served[:, pair.stop - 1] > 0
+    without = served[fed].copy()
+    without[:, pair] = 0.0
+    gain = _log_loss(click[fed], score(vm, without)) - _log_loss(click[fed], score(vm, served[fed]))
+    has_aggregate = served[fed, agg.stop - 1] > 0
+    found = {}
+    for cohort, rows in zip(COHORTS, (has_aggregate, ~has_aggregate), strict=True):
+        if rows.sum() >= MIN_ROWS:
+            found[cohort] = max(float(gain[rows].mean()), 1e-4)
+    if len(found) == 1:  # the missing cohort is weighed like the one measured
+        found[next(c for c in COHORTS if c not in found)] = next(iter(found.values()))
+    return found
+
+
+def served_gains(
+    log: EventLog, served_dir: Path, vm: VerticalModel, until: datetime, hours: int = 24
+) -> dict[str, float]:
+    """:func:`cohort_gains` on the features served in the ``hours`` before ``until`` with ``vm``'s embedding
+    version (impressions without a served row are left out); ``{}`` when nothing was served."""
+    span = Span(until - timedelta(hours=hours), until)
+    if not Path(served_dir).is_dir():
+        return {}
+    shown, served = joined(log, span, served_dir, vm.config.embedding_version, vm.config.code_dim, every_impression=False)
+    if not shown.num_rows:
+        return {}
+    return cohort_gains(vm, served_matrix(shown, served), shown["click"].to_numpy().astype(np.float32))

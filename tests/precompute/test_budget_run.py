@@ -1,0 +1,67 @@
+"""The budget selector through a whole run: the demand model pinned, the budget held, the rerun unchanged."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.precompute import nodes
+from solaris.precompute.run import run_hour
+from solaris.tracking import registry
+from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
+from solaris.training.jobs import TrainReport, World
+
+from precompute_env import precompute_settings
+from store_state import store_checksum
+
+BUDGET = 400
+PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu", "selector": "budget", "fm_budget": BUDGET}
+
+
+def fixed_clock() -> datetime:
+    return datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def settings(trained: tuple[Settings, World, TrainReport], tmp_path: Path) -> Settings:
+    return precompute_settings(trained[0], tmp_path)
+
+
+def test_budget_holds_with_the_requeue_and_the_demand_model_is_pinned(settings: Settings) -> None:
+    start = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    first = run_hour(settings, start, PARAMS, clock=fixed_clock)
+    second = run_hour(settings, start + timedelta(hours=1), PARAMS, clock=fixed_clock)
+    for result in (first, second):
+        assert 0 < result["counts"]["selected"] <= BUDGET and result["counts"]["forced"] == 0
+        assert result["counts"]["pairs_written"] <= BUDGET
+    assert second["counts"]["requeued"] > 0  # misses were there to compete for the budget
+    champion = MlflowClient().get_model_version_by_alias(DEMAND_MODEL, CHAMPION).version
+    resolved = nodes.resolve(settings, start, PARAMS, fixed_clock())
+    assert nodes.hour_run(resolved).demand_version == str(champion)
+    verifier = nodes.resolve(settings, start, PARAMS | {"selector": "verifier"}, fixed_clock())
+    assert nodes.hour_run(verifier).demand_version is None
+
+
+def test_a_rerun_of_a_budget_hour_writes_the_same_pairs(settings: Settings) -> None:
+    start = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    run_hour(settings, start, PARAMS, clock=fixed_clock)
+    run_hour(settings, start + timedelta(hours=1), PARAMS, clock=fixed_clock)
+    before = store_checksum(settings.store_url)
+    run_hour(settings, start + timedelta(hours=1), PARAMS, clock=fixed_clock)
+    after = store_checksum(settings.store_url)
+    for table in ("pair_embeddings", "user_aggregates", "user_neighbours"):
+        assert after[table] == before[table], table
+
+
+def test_a_demand_model_for_another_ttl_is_refused(settings: Settings) -> None:
+    start = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    with pytest.raises(ValueError, match="predicts requests within 4 h, but this run's ttl_hours is 6"):
+        run_hour(settings, start, PARAMS | {"ttl_hours": 6}, clock=fixed_clock)
+    assert registry.version_by_alias(MlflowClient(), DEMAND_MODEL, CHAMPION) is not None
+    assert np.isfinite(float(MlflowClient().get_model_version_by_alias(DEMAND_MODEL, CHAMPION).tags["valid_auc"]))

@@ -1,0 +1,37 @@
+"""What a pair code is worth per cohort: the serving VM's loss without the code minus with it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solaris.models.vm import score
+from solaris.training.demand_gains import MIN_ROWS, cohort_gains, tier_columns
+from solaris.training.jobs import TrainReport
+
+
+def rows(vm, n: int, rng: np.random.Generator, pair: bool, agg: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
+    dim = vm.config.code_dim
+    x = np.zeros((n, len(vm.config.columns())), np.float32)
+    x[:, :4] = [3, 5, 12, 0]  # user, item, hour, position
+    for tier, present in (("pair", pair), ("agg", agg)):
+        if present:
+            cols = tier_columns(dim, tier)
+            x[:, cols.start : cols.stop - 1] = rng.normal(size=(n, dim))
+            x[:, cols.stop - 1] = 1
+    return x
+
+
+def test_gains_follow_the_labels_the_pair_code_predicts(trained: tuple[object, object, TrainReport]) -> None:
+    vm = trained[2].vms["solaris"].model
+    rng = np.random.default_rng(0)
+    served = np.concatenate([rows(vm, 400, rng, True, True), rows(vm, 400, rng, True, False), rows(vm, 300, rng, False, True)])
+    without = served.copy()
+    without[:, tier_columns(vm.config.code_dim, "pair")] = 0
+    # clicks where the pair code raises the VM's probability: the code helps on every pair-fed row
+    click = (score(vm, served) > score(vm, without)).astype(np.float32)
+    gains = cohort_gains(vm, served, click)
+    assert set(gains) == {"aggregate", "no_aggregate"} and min(gains.values()) > 1e-4
+    flipped = cohort_gains(vm, served, 1 - click)  # the opposite labels: the code hurts, floored
+    assert max(flipped.values()) == 1e-4
+    assert cohort_gains(vm, served[800:], click[800:]) == {}  # no pair-fed rows: nothing to estimate
+    assert MIN_ROWS <= 400
