@@ -37,6 +37,7 @@ def _request(params: dict[str, Any]) -> Any:
         top_fraction=float(params["top_fraction"]),
         ttl_hours=int(params["ttl_hours"]),
         sweep=bool(params["sweep"]),
+        speculation=bool(params["speculation"]),
         fm_refresh=str(params["fm_refresh"]),
     )
 
@@ -63,6 +64,7 @@ def _request(params: dict[str, Any]) -> Any:
             description="FM refresh while the log replays: daily (production's cadence) or none (ablation: frozen FM)",
         ),
         "sweep": Param(True, type="boolean", description="also sweep top_fraction 0.05 / 0.1 / 0.2 / 0.4"),
+        "speculation": Param(True, type="boolean", description="also compare the verifier and budget selectors at equal FM calls"),
     },
 )
 def solaris_replay() -> None:

@@ -29,8 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, help="report folder (default: SOLARIS_DATA_DIR/replay/<world>)")
     p.add_argument("--no-sweep", action="store_true", help="skip the top_fraction sweep (faster)")
-    p.add_argument("--sweep-warmup-hours", type=int, default=8, help="hours each sweep arm precomputes first")
-    p.add_argument("--sweep-hours", type=int, help="eval hours each sweep arm serves (default: the whole eval span)")
+    p.add_argument("--no-speculation", action="store_true", help="skip the selector comparison (faster)")
+    p.add_argument("--sweep-warmup-hours", type=int, default=8, help="hours each sweep or selector arm precomputes first")
+    p.add_argument("--sweep-hours", type=int, help="eval hours each sweep or selector arm serves (default: all)")
     p.set_defaults(handler=run)
 
 
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         ttl_hours=args.ttl_hours,
         out=args.out,
         sweep=not args.no_sweep,
+        speculation=not args.no_speculation,
         sweep_warmup_hours=args.sweep_warmup_hours,
         sweep_hours=args.sweep_hours,
         fm_refresh=args.fm_refresh,

@@ -69,6 +69,23 @@ class SweepPoint:
 
 
 @dataclass(frozen=True)
+class SpeculationPoint:
+    """One selector at one FM budget over the arms' served hours (#15's comparison). For a ``verifier`` arm
+    ``fm_budget`` is what its ``top_fraction`` spent per served hour (the budget arm beside it gets that)."""
+
+    selector: str
+    fm_budget: int
+    top_fraction: float | None
+    fm_calls: int  # over the served hours
+    coverage_pair: float  # share of served impressions fed by a fresh pair code
+    hit_rate_ttl: float | None
+    requested_auc: float | None
+    fm_calls_per_covered_candidate: float | None
+    ne: float  # the SOLARIS VM (all tiers) on what the arm served
+    ne_ci95: Interval | None = None
+
+
+@dataclass(frozen=True)
 class ReplayReport:
     world: str
     seed: int
@@ -88,6 +105,7 @@ class ReplayReport:
     # The eval span's precompute efficiency (replay.efficiency): hit rate while fresh, selector AUC, FM calls
     # per candidate row the pair tier covered and its inverse; empty in a report written before it.
     efficiency: dict[str, float | None] = field(default_factory=dict)
+    speculation: list[SpeculationPoint] = field(default_factory=list)  # empty: not compared
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:
@@ -110,5 +128,6 @@ class ReplayReport:
                 "models": [ModelScore(**m) for m in raw["models"]],
                 "hours": [HourFigures(**h) for h in raw["hours"]],
                 "sweep": [SweepPoint(**s) for s in raw["sweep"]],
+                "speculation": [SpeculationPoint(**s) for s in raw.get("speculation", [])],
             }
         )

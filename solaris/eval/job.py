@@ -13,7 +13,8 @@ from solaris.config import Settings
 from solaris.eval import report as render
 from solaris.eval.figures import ReplayReport
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, check_fm_refresh
-from solaris.eval.replay import ReplayConfig, mean_coverage, run_replay
+from solaris.eval.arms import mean_coverage
+from solaris.eval.replay import ReplayConfig, run_replay
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
 
@@ -30,6 +31,7 @@ class ReplayRequest:
     ttl_hours: int = PrecomputeParams.ttl_hours
     out: Path | None = None
     sweep: bool = True
+    speculation: bool = True  # compare the selectors at equal FM budgets
     sweep_warmup_hours: int = 8
     sweep_hours: int | None = None
     fm_refresh: str = DEFAULT_FM_REFRESH
@@ -72,6 +74,7 @@ def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: R
         top_fraction=request.top_fraction,
         ttl_hours=request.ttl_hours,
         sweep=base.sweep if request.sweep else (),
+        speculation=base.speculation if request.speculation else (),
         sweep_warmup_hours=request.sweep_warmup_hours,
         sweep_hours=request.sweep_hours,
         fm_refresh=request.fm_refresh,
@@ -140,4 +143,9 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
             | {f"staleness_hours_{k}": v for k, v in report.staleness_hours.items()}
             | {f"efficiency_{k}": float(v) for k, v in report.efficiency.items() if v is not None}
         )
+        for p in report.speculation:
+            key = f"speculation_{p.selector}_{p.fm_budget}"
+            mlflow.log_metrics({f"{key}_{k}": float(v) for k, v in
+                                (("coverage_pair", p.coverage_pair), ("fm_calls", p.fm_calls), ("ne", p.ne),
+                                 ("hit_rate_ttl", p.hit_rate_ttl), ("requested_auc", p.requested_auc)) if v is not None})  # fmt: skip
         mlflow.log_artifacts(str(folder), artifact_path="report")

@@ -1,7 +1,7 @@
 """``run_replay``: train on the first span, replay the logging span hour by hour (precompute, serve, log
 features as served) with the FM refreshed on its cadence, refresh every VM variant on what the last FM
 version served, replay the evaluation span and score every model on its served events, then sweep the
-precompute budget over the evaluation span.
+precompute budget over the evaluation span and compare the selectors at equal FM budgets.
 """
 
 from __future__ import annotations
@@ -18,22 +18,23 @@ import numpy as np
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.data.hourly import HOUR, hours_between
+from solaris.data.hourly import hours_between
 from solaris.eval import loop
+from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
 from solaris.eval.events import ServedEvents, concat, served_events
-from solaris.eval.figures import SWEEP_FRACTIONS, HourFigures, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.figures import SWEEP_FRACTIONS, ModelScore, ReplayReport, SweepPoint
 from solaris.eval.fm_refresh import Chain, first_chain, refresh_hours, switch
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, VM_BASE, check_fm_refresh, protocol
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, check_fm_refresh, protocol
 from solaris.eval.scoring import score_models
 from solaris.eval.spans import ReplaySpans
-from solaris.eval.variants import SWEEP_VARIANT, VARIANTS, predict, refresh, variant
+from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
+from solaris.eval.variants import VARIANTS, predict, refresh, variant
 from solaris.models.calibration import PlattScaling
 from solaris.models.splits import Span
 from solaris.models.training import FitConfig
 from solaris.models.vm import VerticalModel
 from solaris.precompute.params import PrecomputeParams
 from solaris.serving import Ranker
-from solaris.serving.champion import ServingModel
 from solaris.serving.servedlog import ServedLog
 from solaris.store import open_configured_store
 from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
@@ -47,6 +48,7 @@ class ReplayConfig:
     top_fraction: float = PrecomputeParams.top_fraction
     ttl_hours: int = PrecomputeParams.ttl_hours
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
+    speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
     sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
     valid_hours: int = 2  # the logging span's last hours: early stopping of every refresh
@@ -101,7 +103,6 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     trained = replay.phase("train FM, AE and first-stage VMs", lambda: _train(replay))
     world = World.open(log.root, TrainPlan().fractions, spans.train.end)
     chains = [first_chain(replay.settings, trained, spans.logging.start)]
-    params = config.precompute_params(config.top_fraction)
     with open_configured_store(replay.settings, init=True) as store:
         ranker = Ranker(store, chains[0].serving, ServedLog(replay.settings.data_dir / "served"))
         logged = []
@@ -137,7 +138,16 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     )
     eval_events = calibrated(events(spans.eval, replay.settings))
     scores = _scores(eval_events, refreshed, config.seed)
-    sweep = replay.phase("top_fraction sweep", lambda: _sweep(replay, serving.serving, refreshed, eval_events, events))
+    span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
+    main_events = eval_events.select(eval_events.hours >= _hour_index(span.serve_from))
+    arms = Arms(span, serving.serving, refreshed, main_events, replay.arm_settings, events, config.seed, config.progress)
+    sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
+    speculation = []
+    if config.speculation:
+        replay.phase("demand model for the selector arms", lambda: train_arms_demand(
+            replay.settings, log, arms, serving.first_serving_hour, config.ttl_hours, config.seed))  # fmt: skip
+        params = config.precompute_params(config.top_fraction)
+        speculation = replay.phase("selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params))
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,
@@ -149,6 +159,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
         staleness_hours=distribution(evaluated.staleness_hours),
         efficiency=efficiency(evaluated.figures),
+        speculation=speculation,
         seconds=replay.seconds,
         protocol=protocol(config.fm_refresh),
         fm_versions=[c.as_dict() for c in chains],
@@ -210,42 +221,11 @@ def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel], seed: int
     return score_models(events.click, events.requests, probs, seed)
 
 
-def _sweep(
-    replay: Replay,
-    model: ServingModel,
-    refreshed: dict[str, VerticalModel],
-    eval_events: ServedEvents,
-    events: Callable[[Span, Settings], ServedEvents],
-) -> list[SweepPoint]:
-    """Each top_fraction replays warm-up hours and the (last ``sweep_hours`` of the) eval span on a fresh
-    store; the refreshed all-tier VM is scored on what each arm served, the FM and the base VM on the same
-    hours of the main run (they read no store, so every arm would give them the same events)."""
-    spans, config = replay.spans, replay.config
-    swept = spans.eval.hours if config.sweep_hours is None else min(config.sweep_hours, spans.eval.hours)
-    serve_from = spans.eval.end - swept * HOUR
-    warm_start = max(serve_from - config.sweep_warmup_hours * HOUR, spans.logging.start)
-    same_hours = eval_events.select(eval_events.hours >= _hour_index(serve_from))
-    reference = {FM: same_hours.fm_click, VM_BASE: predict(variant(VM_BASE), refreshed[VM_BASE], same_hours)}
+def _sweep(arms: Arms, config: ReplayConfig) -> list[SweepPoint]:
+    """Each top_fraction on a fresh store (:class:`~solaris.eval.arms.Arms`)."""
     points = []
     for fraction in config.sweep:
-        settings = replay.arm_settings(f"sweep-{fraction:g}")
-        with open_configured_store(settings, init=True) as store:
-            ranker = Ranker(store, model, ServedLog(settings.data_dir / "served"))
-            run = loop.replay_hours(
-                settings,
-                hours_between(warm_start, spans.eval.end),
-                serve_from,
-                config.precompute_params(fraction),
-                ranker,
-                f"sweep {fraction:g}",
-                config.progress,
-            )
-            ranker.close()
-        arm = events(Span(serve_from, spans.eval.end), settings)
-        if not (np.array_equal(arm.requests, same_hours.requests) and np.array_equal(arm.click, same_hours.click)):
-            raise ValueError(f"sweep arm {fraction:g} served other events than the main run's same hours")
-        probs = reference | {SWEEP_VARIANT: predict(variant(SWEEP_VARIANT), refreshed[SWEEP_VARIANT], arm)}
-        scored = score_models(arm.click, arm.requests, probs, config.seed)[-1]
+        run, scored = arms.run(f"sweep-{fraction:g}", config.precompute_params(fraction))
         points.append(
             SweepPoint(
                 top_fraction=fraction,
@@ -261,38 +241,6 @@ def _sweep(
             )
         )
     return points
-
-
-def mean_coverage(figures: list[HourFigures]) -> dict[str, float]:
-    """Coverage over all pairs served in these hours (hours weighted by what they served)."""
-    served = np.array([f.served for f in figures], float)
-    return {tier: float(np.dot(served, [f.coverage[tier] for f in figures]) / max(served.sum(), 1.0)) for tier in figures[0].coverage}
-
-
-def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:
-    """FM embeddings computed per pair served from the pair tier: what one useful embedding costs."""
-    served_on_pair = sum(f.served * f.coverage["pair"] for f in figures)
-    return sum(f.fm_calls for f in figures) / served_on_pair if served_on_pair else float("inf")
-
-
-def efficiency(figures: list[HourFigures]) -> dict[str, float | None]:
-    """The hours' precompute efficiency, pooled: hits over the pairs whose TTL ended in them (a hit is a
-    candidate request while fresh), the selector's AUC averaged over the hours that have one, and the FM calls
-    made for the hours per candidate row the pair tier covered in them (and the inverse); None where undefined.
-
-    Unlike :func:`fm_calls_per_served_pair`, which divides by shown impressions, this counts every candidate
-    the ranker scored with a pair code: what the precompute is for."""
-    pairs, hits = sum(f.ttl_pairs for f in figures), sum(f.ttl_hits for f in figures)
-    aucs = [f.requested_auc for f in figures if f.requested_auc is not None]
-    calls, covered = sum(f.fm_calls for f in figures), sum(f.covered_candidates for f in figures)
-    return {
-        "hit_rate_ttl": hits / pairs if pairs else None,
-        "requested_auc": float(np.mean(aucs)) if aucs else None,
-        "fm_calls": calls,
-        "covered_candidates": covered,
-        "fm_calls_per_covered_candidate": calls / covered if covered else None,
-        "covered_candidates_per_fm_call": covered / calls if calls else None,
-    }
 
 
 def distribution(values: np.ndarray) -> dict[str, float]:

@@ -10,7 +10,8 @@ import pytest
 from solaris.config import Settings
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL
+from solaris.data.eventlog import EventLog
+from solaris.tracking.registry import AE_MODEL, CHAMPION, DEMAND_MODEL, FM_MODEL, VM_MODEL
 
 from precompute_env import export
 
@@ -36,9 +37,13 @@ def test_train_dag_registers_promotes_and_announces(
             .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
             .where(AssetEvent.source_run_id == dag_run.run_id)
         ).all()
-    assert states == dict.fromkeys(["train_fm", "train_ae", "train_vms", "promote", "announce"], "success")
+    tasks = ["train_fm", "train_ae", "train_vms", "promote", "announce", "train_demand"]
+    assert states == dict.fromkeys(tasks, "success")
     assert set(announced) == {"solaris_fm_champion", "solaris_ae_champion", "solaris_vm_champion"}
     client = registry.connect(settings)
     pinned = registry.resolve_champions(client)
     for name, version in ((FM_MODEL, pinned.fm), (AE_MODEL, pinned.ae), (VM_MODEL, pinned.vm)):
         assert str(client.get_model_version_by_alias(name, CHAMPION).version) == str(version)
+    # the demand model: trained up to the run's logical time, which a run triggered now puts past the log's end
+    demand = client.get_model_version_by_alias(DEMAND_MODEL, CHAMPION)
+    assert demand.tags["trained_until"] == EventLog(settings.world_dir()).end.isoformat()

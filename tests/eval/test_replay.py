@@ -144,3 +144,20 @@ def test_each_fm_version_trained_only_on_hours_before_it_served(replayed: tuple[
     for entry, start in zip(report.fm_versions, first_serving_hours(report), strict=True):
         tags = client.get_model_version(FM_MODEL, entry["fm_version"]).tags
         assert datetime.fromisoformat(tags[TRAINED_UNTIL]) <= start, entry
+
+
+def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings, ReplayReport]) -> None:
+    settings, report = replayed
+    points = report.speculation
+    assert [p.selector for p in points] == ["verifier", "budget"] * 3
+    assert [p.top_fraction for p in points[::2]] == [0.1, 0.2, 0.4]
+    served_hours = 6
+    for verifier, budget in zip(points[::2], points[1::2], strict=True):
+        assert budget.fm_budget == verifier.fm_budget  # the verifier's spend per served hour
+        assert budget.fm_calls <= budget.fm_budget * served_hours  # never over budget, re-queue included
+        assert 0 <= budget.coverage_pair <= 1 and budget.ne_ci95 is not None
+    client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
+    run = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])[0]
+    assert f"speculation_budget_{points[1].fm_budget}_coverage_pair" in run.data.metrics
+    html = (settings.data_dir / "replay" / "tiny" / "seed-0" / "report" / "report.html").read_text()
+    assert "Selectors at equal FM budgets" in html and "speculation.png" in html

@@ -31,7 +31,7 @@ from solaris.eval.report import (
     table,
     write_html,
 )
-from solaris.eval.replay import efficiency
+from solaris.eval.arms import efficiency
 from solaris.models.metrics import transfer_ratio
 
 START = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)

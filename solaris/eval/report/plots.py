@@ -90,9 +90,19 @@ def _plot_precompute(fig: Figure, report: ReplayReport) -> None:
     fig.autofmt_xdate()
 
 
+def _plot_speculation(fig: Figure, report: ReplayReport) -> None:
+    ax = fig.subplots()
+    for selector, marker in (("verifier", "o"), ("budget", "s")):
+        points = sorted((p for p in report.speculation if p.selector == selector), key=lambda p: p.fm_calls)
+        ax.plot([p.fm_calls for p in points], [p.coverage_pair for p in points], marker=marker, label=selector)
+    ax.set(xlabel="FM calls over the served hours", ylabel="direct (pair) coverage", ylim=(0, 1.02))
+    ax.legend(fontsize="small")
+
+
 PLOTS: dict[str, tuple[str, Callable[[Figure, ReplayReport], None]]] = {
     "coverage.png": ("Coverage by tier per hour (cumulative share of served pairs)", _plot_coverage),
     "ne_vs_coverage.png": ("NE of SOLARIS (all tiers) against direct coverage, by top_fraction", _plot_ne_vs_coverage),
     "transfer.png": ("Transfer ratio per model", _plot_transfer),
     "precompute.png": ("FM calls and precompute hit rate per hour", _plot_precompute),
+    "speculation.png": ("Direct coverage against FM calls, verifier and budget selectors", _plot_speculation),
 }

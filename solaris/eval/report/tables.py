@@ -28,7 +28,8 @@ class Section:
 
 def sections(report: ReplayReport) -> list[Section]:
     return [
-        _models(report), _per_hour(report), _efficiency(report), _embeddings(report), _sweep(report), _seconds(report)
+        _models(report), _per_hour(report), _efficiency(report), _embeddings(report), _sweep(report),
+        _speculation(report), _seconds(report),
     ]  # fmt: skip
 
 
@@ -102,6 +103,18 @@ def _sweep(report: ReplayReport) -> Section:
     undefined = any(p.transfer_ratio is None for p in report.sweep)
     note = "; no transfer ratio where the FM's gain on the swept hours is within its interval" if undefined else ""
     return Section(f"top_fraction sweep (SOLARIS, all tiers{note})", header, rows)
+
+
+def _speculation(report: ReplayReport) -> Section:
+    rows = [
+        (p.selector, num(p.fm_budget, ".0f"), num(p.top_fraction, "g"), num(p.fm_calls, ".0f"), pct(p.coverage_pair),
+         pct(p.hit_rate_ttl), num(p.requested_auc, ".3f"), num(p.fm_calls_per_covered_candidate, ".3f"), num(p.ne),
+         interval(p.ne_ci95, num))
+        for p in report.speculation
+    ]  # fmt: skip
+    header = ("selector", "FM budget/h", "top_fraction", "FM calls", "cov pair", "hit while fresh", "requested AUC",
+              "FM calls/covered cand.", "NE", "95% CI")  # fmt: skip
+    return Section("Selectors at equal FM budgets (SOLARIS, all tiers)", header, rows)
 
 
 def _seconds(report: ReplayReport) -> Section:

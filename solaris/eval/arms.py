@@ -1,0 +1,111 @@
+"""Arms of a replay: the evaluation span's last hours replayed on a fresh store with other precompute
+parameters (the top_fraction sweep, the selector comparison), and the figures pooled over an arm's hours.
+
+Each arm precomputes warm-up hours first so its store is warm, then serves the same impressions as the main
+run; the refreshed all-tier VM is scored on what the arm served, the FM and the base VM on the same hours of
+the main run (they read no store, so every arm would give them the same events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from solaris.config import Settings
+from solaris.data.hourly import HOUR, hours_between
+from solaris.eval import loop
+from solaris.eval.events import ServedEvents
+from solaris.eval.figures import HourFigures, ModelScore
+from solaris.eval.protocol import FM, VM_BASE
+from solaris.eval.scoring import score_models
+from solaris.eval.variants import SWEEP_VARIANT, predict, variant
+from solaris.models.splits import Span
+from solaris.models.vm import VerticalModel
+from solaris.serving import Ranker
+from solaris.serving.champion import ServingModel
+from solaris.serving.servedlog import ServedLog
+from solaris.store import open_configured_store
+
+
+@dataclass(frozen=True)
+class ArmSpan:
+    """Where every arm of a replay runs: warm-up from ``warm_start``, served and scored from ``serve_from``."""
+
+    warm_start: datetime
+    serve_from: datetime
+    end: datetime
+
+
+def arm_span(logging: Span, evaluation: Span, serve_hours: int | None, warmup_hours: int) -> ArmSpan:
+    served = evaluation.hours if serve_hours is None else min(serve_hours, evaluation.hours)
+    serve_from = evaluation.end - served * HOUR
+    return ArmSpan(max(serve_from - warmup_hours * HOUR, logging.start), serve_from, evaluation.end)
+
+
+@dataclass(frozen=True)
+class Arms:
+    """What every arm shares: its hours, the serving chain, the refreshed VMs and the main run's events."""
+
+    span: ArmSpan
+    model: ServingModel
+    refreshed: dict[str, VerticalModel]
+    main_events: ServedEvents  # the main run's events of the served hours
+    settings_for: Callable[[str], Settings]  # a fresh store and data folder per arm name
+    events: Callable[[Span, Settings], ServedEvents]
+    seed: int
+    progress: bool
+
+    def run(self, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
+        """Replay the arm's hours with ``params`` on a fresh store; the SOLARIS VM's score on what it served."""
+        settings = self.settings_for(name)
+        with open_configured_store(settings, init=True) as store:
+            ranker = Ranker(store, self.model, ServedLog(settings.data_dir / "served"))
+            hours = hours_between(self.span.warm_start, self.span.end)
+            run = loop.replay_hours(settings, hours, self.span.serve_from, params, ranker, name, self.progress)
+            ranker.close()
+        arm = self.events(Span(self.span.serve_from, self.span.end), settings)
+        same = self.main_events
+        if not (np.array_equal(arm.requests, same.requests) and np.array_equal(arm.click, same.click)):
+            raise ValueError(f"arm {name} served other events than the main run's same hours")
+        probs = {
+            FM: same.fm_click,
+            VM_BASE: predict(variant(VM_BASE), self.refreshed[VM_BASE], same),
+            SWEEP_VARIANT: predict(variant(SWEEP_VARIANT), self.refreshed[SWEEP_VARIANT], arm),
+        }
+        return run, score_models(arm.click, arm.requests, probs, self.seed)[-1]
+
+
+def mean_coverage(figures: list[HourFigures]) -> dict[str, float]:
+    """Coverage over all pairs served in these hours (hours weighted by what they served)."""
+    served = np.array([f.served for f in figures], float)
+    return {tier: float(np.dot(served, [f.coverage[tier] for f in figures]) / max(served.sum(), 1.0)) for tier in figures[0].coverage}
+
+
+def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:
+    """FM embeddings computed per pair served from the pair tier: what one useful embedding costs."""
+    served_on_pair = sum(f.served * f.coverage["pair"] for f in figures)
+    return sum(f.fm_calls for f in figures) / served_on_pair if served_on_pair else float("inf")
+
+
+def efficiency(figures: list[HourFigures]) -> dict[str, float | None]:
+    """The hours' precompute efficiency, pooled: hits over the pairs whose TTL ended in them (a hit is a
+    candidate request while fresh), the selector's AUC averaged over the hours that have one, and the FM calls
+    made for the hours per candidate row the pair tier covered in them (and the inverse); None where undefined.
+
+    Unlike :func:`fm_calls_per_served_pair`, which divides by shown impressions, this counts every candidate
+    the ranker scored with a pair code: what the precompute is for."""
+    pairs, hits = sum(f.ttl_pairs for f in figures), sum(f.ttl_hits for f in figures)
+    aucs = [f.requested_auc for f in figures if f.requested_auc is not None]
+    calls, covered = sum(f.fm_calls for f in figures), sum(f.covered_candidates for f in figures)
+    return {
+        "hit_rate_ttl": hits / pairs if pairs else None,
+        "requested_auc": float(np.mean(aucs)) if aucs else None,
+        "fm_calls": calls,
+        "covered_candidates": covered,
+        "fm_calls_per_covered_candidate": calls / covered if covered else None,
+        "covered_candidates_per_fm_call": covered / calls if calls else None,
+    }

@@ -1,0 +1,66 @@
+"""The selectors compared at equal FM budgets (#15): the paper's verifier against the budget selector.
+
+Each verifier arm runs the eval span's last hours at one ``top_fraction``; what it spends per served hour
+becomes the ``fm_budget`` of a budget arm over the same hours, so both spend the same FM calls (the budget
+arm never more). The demand model the budget arms pin is trained on the hours before the arms' warm-up,
+with its per-cohort gains estimated from the main run's features as served over the day before that,
+scored by the serving VM: nothing the arms serve is seen by the model that chooses for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.data.hourly import HOUR
+from solaris.eval.arms import Arms, efficiency, mean_coverage
+from solaris.eval.figures import HourFigures, ModelScore, SpeculationPoint
+from solaris.training.demand import DemandDecision, train_demand_job
+from solaris.training.demand_fit import DemandPlan
+from solaris.training.demand_gains import served_gains
+from solaris.tracking import registry
+
+SPECULATION_FRACTIONS = (0.1, 0.2, 0.4)  # the verifier's budgets; each also sets a budget arm's fm_budget
+GAIN_HOURS = 24
+
+
+def train_arms_demand(
+    settings: Settings, log: EventLog, arms: Arms, served_since: datetime, ttl_hours: int, seed: int
+) -> DemandDecision:
+    """The budget arms' demand model, promoted in the replay's own registry; gains from the serving
+    version's features as served over at most the day before the warm-up."""
+    until = arms.span.warm_start
+    hours = min(GAIN_HOURS, int((until - served_since) / HOUR))
+    gains = served_gains(log, settings.data_dir / "served", arms.model.vm, until, hours) if hours > 0 else {}
+    plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
+    return train_demand_job(registry.connect(settings), settings, log, until, ttl_hours, plan, gains)
+
+
+def point(selector: str, fm_budget: int, top_fraction: float | None, figures: list[HourFigures], scored: ModelScore) -> SpeculationPoint:
+    found = efficiency(figures)
+    return SpeculationPoint(
+        selector=selector,
+        fm_budget=fm_budget,
+        top_fraction=top_fraction,
+        fm_calls=int(found["fm_calls"] or 0),
+        coverage_pair=mean_coverage(figures)["pair"],
+        hit_rate_ttl=found["hit_rate_ttl"],
+        requested_auc=found["requested_auc"],
+        fm_calls_per_covered_candidate=found["fm_calls_per_covered_candidate"],
+        ne=scored.ne,
+        ne_ci95=scored.ne_ci95,
+    )
+
+
+def compare_selectors(arms: Arms, fractions: tuple[float, ...], params: dict[str, object]) -> list[SpeculationPoint]:
+    """A verifier arm per fraction, then a budget arm with the FM calls it spent per served hour."""
+    points = []
+    for fraction in fractions:
+        run, scored = arms.run(f"verifier-{fraction:g}", params | {"selector": "verifier", "top_fraction": fraction})
+        budget = max(1, round(sum(f.fm_calls for f in run.figures) / len(run.figures)))
+        points.append(point("verifier", budget, fraction, run.figures, scored))
+        run, scored = arms.run(f"budget-{budget}", params | {"selector": "budget", "fm_budget": budget})
+        points.append(point("budget", budget, None, run.figures, scored))
+    return points
