@@ -65,3 +65,28 @@ def test_a_demand_model_for_another_ttl_is_refused(settings: Settings) -> None:
         run_hour(settings, start, PARAMS | {"ttl_hours": 6}, clock=fixed_clock)
     assert registry.version_by_alias(MlflowClient(), DEMAND_MODEL, CHAMPION) is not None
     assert np.isfinite(float(MlflowClient().get_model_version_by_alias(DEMAND_MODEL, CHAMPION).tags["valid_auc"]))
+
+
+def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings) -> None:
+    """``selector=verifier`` is the paper's arm, kept reproducible: the VM scores every pool pair at position 0
+    with every tier absent, and the top fraction (re-queue forced, per-user cap) is what the run stages."""
+    from solaris.models.vm import score
+    from solaris.precompute.pipeline import POOL, SELECTED
+    from solaris.precompute.selection import select_top_fraction
+
+    start = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    params = PARAMS | {"selector": "verifier", "top_fraction": 0.3}
+    run_hour(settings, start, params, clock=fixed_clock)  # a store with fresh pairs and misses to re-queue
+    run = nodes.hour_run(nodes.resolve(settings, start + timedelta(hours=1), params, fixed_clock()))
+    nodes.candidates(run, settings)
+    nodes.select(run, settings)
+    pool = nodes.step_staging(settings, run, "select").read(POOL).to_pandas()
+    vm = registry.load_vm(run.vm_version)
+    users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
+    rows = np.zeros((len(users), len(vm.config.columns())), np.float32)  # every tier's code and flag 0: absent
+    rows[:, :4] = np.column_stack([users, items, np.full(len(users), run.interval_start.hour), np.zeros(len(users))])
+    expected = select_top_fraction(pool.assign(score=score(vm, rows)), 0.3, run.params.per_user_cap)
+    staged = nodes.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
+    assert expected["forced"].any() and len(expected) < len(pool)
+    np.testing.assert_array_equal(staged[["user_id", "item_id"]].to_numpy(), expected[["user_id", "item_id"]].to_numpy())
+    np.testing.assert_allclose(staged["score"], expected["score"], rtol=1e-6)
