@@ -26,7 +26,7 @@ from solaris.models.vm_data import Teacher, build_vm_data
 from solaris.tracking import registry
 from solaris.training.gate import promotion_gate
 from solaris.training.jobs import TrainReport, World, champion_ne, register_vm, vm_eval
-from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL, VM_MODEL, PinnedVersions
 from solaris.embedding_version import VersionMismatch
 
 
@@ -63,11 +63,13 @@ def test_champion_vm_from_the_registry_scores_like_the_in_process_one(
     np.testing.assert_allclose(np.asarray(pyfunc.predict(frame)), in_process[:64], rtol=1e-6)
 
 
-def test_registry_holds_three_models_with_aliases_and_version_links(
+def test_registry_holds_the_chain_and_the_demand_model_with_aliases_and_version_links(
     trained: tuple[Settings, World, TrainReport], client: MlflowClient
 ) -> None:
     settings, _, report = trained
-    assert {m.name for m in client.search_registered_models()} == {FM_MODEL, AE_MODEL, VM_MODEL}
+    assert {m.name for m in client.search_registered_models()} == {FM_MODEL, AE_MODEL, VM_MODEL, DEMAND_MODEL}
+    demand = client.get_model_version_by_alias(DEMAND_MODEL, CHAMPION)
+    assert demand.tags["role"] == "demand" and 0.5 < float(demand.tags["valid_auc"]) <= 1
     fm, ae, vm = report.fm.version, report.ae.version, report.vms["solaris"].version
     for name, version in ((FM_MODEL, fm), (AE_MODEL, ae), (VM_MODEL, vm)):
         assert str(client.get_model_version_by_alias(name, CHAMPION).version) == version
