@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import mlflow
+import numpy as np
 from mlflow import MlflowClient
 
 from solaris.config import Settings
@@ -59,7 +60,7 @@ def train_demand_job(
     return _gate(client, version, trained.metrics["auc"], trained.valid.features, trained.valid.labels)
 
 
-def _gate(client: MlflowClient, version: str, auc: float, features, labels) -> DemandDecision:  # type: ignore[no-untyped-def]
+def _gate(client: MlflowClient, version: str, auc: float, features: np.ndarray, labels: np.ndarray) -> DemandDecision:
     """Promote when the challenger's validation AUC is at least the champion's on the same rows."""
     champion = registry.version_by_alias(client, DEMAND_MODEL, CHAMPION)
     if champion is not None:
