@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
+from solaris.models.features import check_ids, pair_key
 from solaris.precompute.candidates import EPOCH
 
 LOOKBACK = timedelta(hours=24)
@@ -125,10 +126,8 @@ def _features(table: pa.Table, users: np.ndarray, items: np.ndarray, at: datetim
 
 
 def _pair_key(users: np.ndarray, items: np.ndarray) -> np.ndarray:
-    """One int64 per pair, stable across calls (ids up to 2^31), so two key arrays can be compared."""
-    if len(users) and (users.max() >= 2**31 or items.max() >= 2**32 or users.min() < 0 or items.min() < 0):
-        raise ValueError("demand features: user ids must be in [0, 2^31) and item ids in [0, 2^32)")
-    return users.astype(np.int64) << 32 | items.astype(np.int64)
+    """One int64 per pair, stable across calls, so two key arrays can be compared (ids are model inputs)."""
+    return pair_key(check_ids(users, "user_id"), check_ids(items, "item_id"))
 
 
 def _lookup(sorted_or_not: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,7 @@ from solaris.precompute.quality import requested_pairs
 from solaris.precompute.selection import add_requeued
 from solaris.precompute.demand_features import NAMES, demand_features
 from solaris.models.demand import DemandConfig, DemandModel, predict
+from solaris.models.features import pair_key
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ def labelled_pool(log: EventLog, at: datetime, ttl_hours: int) -> tuple[pd.DataF
     users, items = requested_pairs(log, at - HOUR, at)
     pool = add_requeued(found, pd.DataFrame({"user_id": users, "item_id": items}))
     later_users, later_items = requested_pairs(log, at, at + ttl_hours * HOUR)
-    keys = pool["user_id"].to_numpy(np.int64) << 32 | pool["item_id"].to_numpy(np.int64)
-    return pool, np.isin(keys, later_users << 32 | later_items)
+    keys = pair_key(pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64))
+    return pool, np.isin(keys, pair_key(later_users, later_items))
 
 
 def hour_rows(log: EventLog, at: datetime, ttl_hours: int, negative_rate: float, rng: np.random.Generator) -> Rows:
