@@ -1,8 +1,8 @@
 """Ranker latency, in process and over HTTP, each against a floor measured in the same run.
 
 - in process: ``Ranker.rank`` for 1 user x 200 candidates on bench_store's layout (1M pair rows, user
-  aggregates, 10 neighbours per user), split into store read and model time (``Served.read_seconds`` /
-  ``score_seconds``), against the floor: the same three tiers gathered from numpy arrays (sorted pair keys,
+  aggregates, 10 neighbours per user, 20 per item), split into store read and model time (``Served.read_seconds`` /
+  ``score_seconds``), against the floor: the same four tiers gathered from numpy arrays (sorted pair keys,
   no SQL, no decoding) and the same input build and VM forward pass. The ranker without a timeout, the
   ranker with the service's timeout (the read on a thread pool) and the floor take turns on the same
   requests; the floor is checked to produce the ranker's exact inputs first. SQLite and PostgreSQL, each as
@@ -103,6 +103,9 @@ class MemoryTiers:
     neighbour_ptr: np.ndarray  # user u's neighbours are neighbours[ptr[u]:ptr[u + 1]]
     neighbours: np.ndarray
     similarity: np.ndarray
+    item_ptr: np.ndarray  # item i's neighbours are item_neighbours[item_ptr[i]:item_ptr[i + 1]]
+    item_neighbours: np.ndarray
+    item_similarity: np.ndarray
 
     @classmethod
     def load(cls, data: Pairs, backend: str, raw: str) -> MemoryTiers:
@@ -118,8 +121,14 @@ class MemoryTiers:
         nb = np.array(fetch(backend, raw, "SELECT user_id, neighbour_id, similarity FROM user_neighbours"), np.float64)
         nb = nb[np.lexsort((nb[:, 1], nb[:, 0]))]
         ptr = np.searchsorted(nb[:, 0], np.arange(n_users + 1))
+        inb = np.array(fetch(backend, raw, "SELECT item_id, neighbour_id, similarity FROM item_neighbours"), np.float64)
+        inb = inb[np.lexsort((inb[:, 1], inb[:, 0]))]
+        item_ptr = np.searchsorted(inb[:, 0], np.arange(ITEM_POOL + 1))
         vectors = data.vectors[order].astype(np.float16).astype(np.float32)
-        return cls(keys[order], vectors, agg, agg_mask, ptr, nb[:, 1].astype(np.int64), nb[:, 2])
+        return cls(
+            keys[order], vectors, agg, agg_mask, ptr, nb[:, 1].astype(np.int64), nb[:, 2], item_ptr,
+            inb[:, 1].astype(np.int64), inb[:, 2],
+        )
 
     def _pairs(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         keys = pair_key(users, items)
@@ -136,7 +145,12 @@ class MemoryTiers:
         at = np.tile(np.arange(n), len(neighbours))[found]
         knn, knn_mask = weighted_mean(at, np.repeat(similarity, n)[found], vectors[found], n)
         agg, agg_mask = np.repeat(self.agg[user][None], n, axis=0), np.full(n, self.agg_mask[user])
-        return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask)
+        starts, counts = self.item_ptr[items], self.item_ptr[items + 1] - self.item_ptr[items]
+        row = np.repeat(np.arange(n), counts)  # each candidate's neighbour-list entries, flattened
+        entry = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        vectors, found = self._pairs(np.full(len(entry), user), self.item_neighbours[entry])
+        a2a, a2a_mask = weighted_mean(row[found], self.item_similarity[entry][found], vectors[found], n)
+        return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask, a2a, a2a_mask)
 
 
 Timed = Callable[[int, np.ndarray], tuple[float, float, float, bool]]  # total, read, model seconds; failed

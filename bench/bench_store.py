@@ -3,8 +3,10 @@
 - bulk write: the store's pair write (validate, encode, stage, upsert) vs a raw binary COPY of the same rows
   (PostgreSQL) and vs a plain executemany INSERT (SQLite), each into a plain table with the store's key and
   expiry index, so the floor pays for the same indexes and the ratio is the store's own overhead;
-- serving read: ``read_tiers`` for 1 user x 200 candidates (three tiers) vs one raw ``IN`` / ``= ANY``
-  query on the pair table (one tier, no decoding), the two taking turns on the same requests; measured
+- serving read: ``read_tiers`` for 1 user x 200 candidates (all four tiers: pair, aggregate, 10 neighbours
+  per user, and A2A over 20 neighbours per item among the pool the users' pairs are drawn from) vs one raw
+  ``IN`` / ``= ANY`` query on the pair table (one tier, no decoding), the two taking turns on the same
+  requests, with the share of candidates the A2A tier answers (it must find rows to be measured); measured
   twice, as the writes left the planner statistics (each table or partition analyzed by its first
   write, so stale) and after a full ``ANALYZE`` (as autovacuum leaves them within minutes), since a plan that
   is only right in one state is not right;
@@ -36,6 +38,7 @@ from solaris.store.pgcopy import binary_copy_payload
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 DIM, ITEMS_PER_USER, ITEM_POOL, NEIGHBOURS, BATCH, EXPIRY_HOURS = 32, 200, 4000, 10, 50_000, 4
+ITEM_NEIGHBOURS = 20
 ADMIN_URL = os.environ.get("SOLARIS_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 
@@ -89,6 +92,12 @@ def fill(store: FeatureStore, data: Pairs) -> tuple[str, float]:
     dup[:, 1:] = neighbours[:, 1:] == neighbours[:, :-1]
     store.write_user_neighbours(
         "bench", version, users, np.where(dup, -1, neighbours), rng.uniform(0.1, 1, neighbours.shape), T0,
+        T0 + EXPIRY_HOURS * HOUR,
+    )
+    items = np.arange(ITEM_POOL)  # each item's 20 distinct others, from the pool every user's pairs come from
+    offsets = np.stack([rng.choice(np.arange(1, ITEM_POOL), ITEM_NEIGHBOURS, replace=False) for _ in items])
+    store.write_item_neighbours(
+        "bench", version, items, (items[:, None] + offsets) % ITEM_POOL, rng.uniform(0.1, 1, offsets.shape), T0,
         T0 + EXPIRY_HOURS * HOUR,
     )
     return version, seconds
@@ -244,9 +253,10 @@ def read_latencies(
     read, floor = paired_latencies_ms(
         [lambda u, items: store.read_tiers(version, u, items, t), floor_query(raw, version, to_micros(t, "t"))], reqs
     )
+    a2a = np.mean([store.read_tiers(version, u, items, t).a2a_mask.mean() for u, items in reqs[:50]])
     return {
         "read_p50": np.percentile(read, 50), "read_p99": np.percentile(read, 99),
-        "floor_p50": np.percentile(floor, 50), "floor_p99": np.percentile(floor, 99),
+        "floor_p50": np.percentile(floor, 50), "floor_p99": np.percentile(floor, 99), "a2a_share": a2a,
     }
 
 
@@ -294,12 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{r['write_rows_s'] / r['floor_rows_s']:>10.0%} {r['expire_small_s']:>15.3f} {r['expire_big_s']:>17.3f}"
         )
     print(f"\n{'backend':<11} {'statistics':<10} {'read p50':>9} {'read p99':>9} {'floor p50':>9} {'floor p99':>9} "
-          f"{'p50/floor':>9} {'p99/floor':>9}")  # fmt: skip
+          f"{'p50/floor':>9} {'p99/floor':>9} {'A2A hit':>8}")  # fmt: skip
     for backend, (_, reads) in results.items():
         for stats, r in reads.items():
             print(
                 f"{backend:<11} {stats:<10} {r['read_p50']:>7.2f}ms {r['read_p99']:>7.2f}ms {r['floor_p50']:>7.2f}ms "
                 f"{r['floor_p99']:>7.2f}ms {r['read_p50'] / r['floor_p50']:>8.1f}x {r['read_p99'] / r['floor_p99']:>8.1f}x"
+                f" {r['a2a_share']:>8.0%}"
             )
     return 0
 

@@ -1,41 +1,66 @@
 """The fallback hierarchy as arrays: which tier fed each candidate, and the VM inputs built from a read.
 
 The VM sees every tier at once (codes plus presence flags), so one forward pass serves all candidates; the
-tier reported per candidate is the first present in the order pair -> user aggregate -> neighbours -> none.
-The precompute's verifier and the replay build their inputs here too, so all three feed the VM alike.
+tier reported per candidate is the first present in :data:`~solaris.models.features.FEEDING_ORDER`, then
+none. The precompute's verifier and the replay build their inputs here too, so all three feed the VM alike.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from solaris.models.features import base_matrix
-from solaris.models.vm import VerticalModel
-from solaris.models.vm_data import vm_inputs
+from solaris.models.features import FEEDING_ORDER, base_matrix
 from solaris.store.base import TierBatchRead
 
-TIER_NAMES = ("pair", "agg", "knn", "none")
-PAIR, AGG, KNN, NONE = range(len(TIER_NAMES))
+if TYPE_CHECKING:  # torch: only served_inputs needs it, and the precompute's coverage and the UI do not
+    from solaris.models.vm import VerticalModel
+
+TIER_NAMES = (*FEEDING_ORDER, "none")
+PAIR, A2A, AGG, KNN, NONE = (TIER_NAMES.index(name) for name in ("pair", "a2a", "agg", "knn", "none"))
 
 
 def absent(n: int, dim: int) -> TierBatchRead:
     """A read that found nothing: what the ranker serves when the store is down or too slow."""
     vectors, mask = np.zeros((n, dim), np.float32), np.zeros(n, bool)
-    return TierBatchRead(vectors, mask, vectors, mask, vectors, mask)
+    return TierBatchRead(vectors, mask, vectors, mask, vectors, mask, vectors, mask)
+
+
+def tier_values(read: TierBatchRead) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each tier's (codes, presence mask), by the names the VM's inputs use."""
+    return {
+        "pair": (read.pair, read.pair_mask),
+        "agg": (read.user_agg, read.user_agg_mask),
+        "knn": (read.knn, read.knn_mask),
+        "a2a": (read.a2a, read.a2a_mask),
+    }
 
 
 def feeding_tier(read: TierBatchRead) -> np.ndarray:
     """Per row, the code of the first tier present (int8, see :data:`TIER_NAMES`)."""
     tier = np.full(len(read.pair_mask), NONE, np.int8)
-    tier[read.knn_mask] = KNN
-    tier[read.user_agg_mask] = AGG
-    tier[read.pair_mask] = PAIR
+    values = tier_values(read)
+    for code in reversed(range(len(FEEDING_ORDER))):
+        tier[values[FEEDING_ORDER[code]][1]] = code
     return tier
 
 
 def tier_counts(tiers: np.ndarray) -> dict[str, int]:
     counts = np.bincount(tiers, minlength=len(TIER_NAMES))
     return {name: int(c) for name, c in zip(TIER_NAMES, counts, strict=True)}
+
+
+def cumulative_coverage(tiers: np.ndarray) -> dict[str, float]:
+    """Per tier of the feeding order, the share of rows fed by it or a tier before it."""
+    n = len(tiers)
+    return {name: float((tiers <= k).mean()) if n else 0.0 for k, name in enumerate(FEEDING_ORDER)}
+
+
+def marginal_coverage(tiers: np.ndarray) -> dict[str, float]:
+    """Per tier, the share of rows it fed first: what it adds over the tiers before it in the feeding order."""
+    n = len(tiers)
+    return {name: float((tiers == k).mean()) if n else 0.0 for k, name in enumerate(FEEDING_ORDER)}
 
 
 def served_inputs(
@@ -49,10 +74,7 @@ def served_inputs(
 ) -> np.ndarray:
     """The VM's input matrix for these pairs from a store read of ``version`` (refused if the VM was trained
     on another embedding version)."""
+    from solaris.models.vm_data import vm_inputs
+
     base = base_matrix(user_ids, item_ids, ts_us, positions)
-    tiers = {
-        "pair": (read.pair, read.pair_mask),
-        "agg": (read.user_agg, read.user_agg_mask),
-        "knn": (read.knn, read.knn_mask),
-    }
-    return vm_inputs(vm.config, version, base, tiers)
+    return vm_inputs(vm.config, version, base, tier_values(read))

@@ -145,7 +145,16 @@ def user_vectors(model: FoundationModel, user_ids: np.ndarray) -> np.ndarray:
     never requested too), and it is what the FM learnt the user's taste in; an id the FM does not know gets
     its learned 'unknown' row.
     """
-    embedding = model.user
-    ids = torch.as_tensor(np.asarray(user_ids, dtype=np.int64), device=embedding.ids.weight.device)
+    return _side_vectors(model.user, user_ids)
+
+
+def item_vectors(model: FoundationModel, item_ids: np.ndarray) -> np.ndarray:
+    """The FM's item representation (id + side-feature embeddings), [n, id_dim] float32: what the ad-to-ad
+    tier finds similar items by; an unknown id gets the learned 'unknown' row, as for users."""
+    return _side_vectors(model.item, item_ids)
+
+
+def _side_vectors(embedding: SideEmbedding, ids: np.ndarray) -> np.ndarray:
+    rows = torch.as_tensor(np.asarray(ids, dtype=np.int64), device=embedding.ids.weight.device)
     with torch.inference_mode():
-        return embedding(embedding.rows(ids)).float().cpu().numpy()
+        return embedding(embedding.rows(rows)).float().cpu().numpy()

@@ -1,8 +1,9 @@
 """The vertical models: small, fast click models (a few id embeddings and an MLP).
 
 ``base`` and ``distilled`` see ids, side features, hour and position. ``solaris`` and ``solaris_distilled``
-also see three embedding tiers — the pair code, the user's 24-hour aggregate code and the neighbours' (KNN)
-code — each followed by a presence flag, with zeros when absent, so one model serves every coverage tier.
+also see four embedding tiers — the pair code, the user's 24-hour aggregate code, the neighbours' (KNN)
+code and the user's codes for similar items (A2A) — each followed by a presence flag, with zeros when
+absent, so one model serves every coverage tier.
 Distillation changes only the training target, never the inputs.
 """
 

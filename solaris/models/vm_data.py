@@ -4,8 +4,8 @@
   impression's hour, position 0), from an FM that never trained on these hours; the distillation target is
   the FM's probability as of the impression itself;
 - agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
-- knn tier: zeros and flag 0 here; the precompute/replay supplies neighbour codes as served through
-  :meth:`VMData.with_knn`.
+- the neighbour (knn) and similar-item (a2a) tiers: zeros and flag 0 here; a VM learns them from the replay's
+  or production's served rows, which hold every tier as served.
 Training masks a random share of pair codes (``VMConfig.coverage``) so one model learns every tier; validation
 and the gate score a fixed share of rows with pair codes (:meth:`VMData.served_like`), as serving has them.
 VM spans are the recent hours, small next to the FM's: they are built once, streamed hour block by block.
@@ -14,7 +14,7 @@ VM spans are the recent hours, small next to the FM's: they are built once, stre
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
@@ -63,22 +63,16 @@ class VMData:
     pair: np.ndarray  # (n, code_dim)
     agg: np.ndarray  # (n, code_dim)
     agg_flag: np.ndarray  # (n,)
-    knn: np.ndarray  # (n, code_dim)
-    knn_flag: np.ndarray  # (n,)
     embedding_version: str
 
     def __len__(self) -> int:
         return int(self.click.size)
 
-    def with_knn(self, codes: np.ndarray, flags: np.ndarray) -> VMData:
-        if codes.shape != self.knn.shape or flags.shape != self.knn_flag.shape:
-            raise ValueError(f"knn codes {codes.shape} / flags {flags.shape} do not match {self.knn.shape} rows")
-        return replace(self, knn=codes.astype(np.float32), knn_flag=flags.astype(np.float32))
-
     def matrix(self, config: VMConfig, pair_flag: np.ndarray | None = None) -> np.ndarray:
         """The VM's input matrix; ``pair_flag`` (default all present) masks pair codes to zeros."""
         flag = np.ones(len(self), np.float32) if pair_flag is None else pair_flag.astype(np.float32)
-        tiers = {"pair": (self.pair, flag), "agg": (self.agg, self.agg_flag), "knn": (self.knn, self.knn_flag)}
+        absent = (np.zeros_like(self.pair), np.zeros(len(self), np.float32))
+        tiers = {tier: absent for tier in TIERS} | {"pair": (self.pair, flag), "agg": (self.agg, self.agg_flag)}
         return vm_inputs(config, self.embedding_version, self.base, tiers)
 
     def served_like(self, config: VMConfig) -> np.ndarray:
@@ -146,8 +140,6 @@ def _select(every: dict[str, np.ndarray], span: Span, version: str) -> VMData:
         pair=rows["code"],
         agg=agg,
         agg_flag=agg_flag,
-        knn=np.zeros_like(rows["code"]),
-        knn_flag=np.zeros(int(in_span.sum()), np.float32),
         embedding_version=version,
     )
 

@@ -29,7 +29,7 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.enrichment.knn import NeighbourTable, build_neighbours
-from solaris.precompute import knn_state, knn_users, quality
+from solaris.precompute import knn_state, knn_users, quality, similar_items
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.quality import INSTANT
@@ -309,6 +309,30 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
         knn_state.save(folder, start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
         knn_state.prune(folder, start - timedelta(hours=1))
         meta |= {"knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
+    return meta
+
+
+def item_neighbours(run: HourRun, settings: Settings) -> Meta:
+    """The hour's item neighbour table, the A2A tier's (:mod:`.similar_items`): each catalogue item's ``a2a_k``
+    most similar items among those with a fresh pair code, by the FM's item vector, every row rewritten
+    each hour and fresh as long as the pair codes it points to."""
+    from solaris.models.fm import FoundationModel, item_vectors
+    from solaris.tracking import registry
+
+    with timed({}) as meta, open_configured_store(settings) as store:
+        start, p = run.interval_start, run.params
+        pool = similar_items.with_fresh_codes(code_log(settings, run), start, p.ttl_hours)
+        ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
+        registry.connect(settings)
+        fm = registry.load_fm(run.fm_version)
+        if not isinstance(fm, FoundationModel):
+            raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
+        built = build_neighbours(ids, item_vectors(fm, ids), p.a2a_k, pool=pool)
+        meta["item_neighbours_written"] = store.write_item_neighbours(
+            run.run_key, run.embedding_version, built.user_ids, built.neighbour_ids, built.similarities,
+            start, run.expires_at,
+        )  # fmt: skip
+        meta["a2a_pool"] = len(pool)
     return meta
 
 

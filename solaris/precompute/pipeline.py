@@ -106,6 +106,8 @@ PRECOMPUTE = Pipeline(
         Step("user_vectors", after=("write_pairs",), writes=(USER_VECTORS,)),
         # After aggregates too: the store's writers run one at a time.
         Step("neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)),
-        Step("expire", after=("neighbours",)),
+        # The A2A tier's item neighbours: among the items with fresh pair codes, this run's included.
+        Step("item_neighbours", after=("neighbours",)),
+        Step("expire", after=("item_neighbours",)),
     )
 )

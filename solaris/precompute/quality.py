@@ -10,8 +10,8 @@ A pair is a *hit* when it is requested as a candidate (a request's candidate lis
 - selector AUC (``requested_auc``): how well the verifier's score ranked that same run's scored pool by
   "requested while it would have been fresh", selected or not (:mod:`.scorelog`);
 - coverage: of the (request, candidate) pairs served in the last hour, the share for which each tier
-  (pair, user aggregate, neighbours) held a fresh value, the share with any tier, and the share only the
-  neighbours covered (``coverage_knn_only``: the neighbour tier's marginal coverage);
+  (pair, similar items, user aggregate, neighbours) held a fresh value, the share with any tier, and the
+  share each tier fed first in the feeding order (``coverage_first_<tier>``: its marginal coverage);
 - efficiency: the candidate rows the pair tier covered per FM call made for the hour, and its inverse.
 
 Coverage must be measured before this run writes: the run replaces user aggregates and neighbour rows, and
@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
-from solaris.models.features import TIERS
+from solaris.enrichment.tiers import feeding_tier, marginal_coverage, tier_values
+from solaris.models.features import FEEDING_ORDER, TIERS
 from solaris.models.metrics import auc
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.ranking import pair_keys
@@ -121,7 +122,7 @@ def coverage(
     store: FeatureStore, version: str, log: EventLog, interval_start: datetime, fm_calls: int | None = None
 ) -> dict[str, float]:
     """Per tier, the share of the last hour's served pairs it covered (``coverage_<tier>``), ``_any``, and
-    ``_knn_only``: the share the neighbours covered with neither a pair code nor an aggregate.
+    ``coverage_first_<tier>``: the share it fed first, in :data:`~solaris.models.features.FEEDING_ORDER`.
 
     ``covered_pair_candidates``: the hour's (request, candidate) rows with a fresh pair code. Given
     ``fm_calls``, the FM calls made for that hour (the pairs the previous run wrote, ``previous_pairs`` of
@@ -132,13 +133,14 @@ def coverage(
     users, items = requested_pairs(log, interval_start - HOUR, interval_start)
     found: dict[str, float] = {"served_pairs": len(users)}
     if not len(users):
-        found |= {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any", "knn_only")}
+        found |= {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any")}
+        found |= {f"coverage_first_{tier}": 0.0 for tier in FEEDING_ORDER}
         return found | efficiency(0, fm_calls)
     read = store.read_tiers_batch(version, users, items, interval_start - INSTANT)
-    masks = {"pair": read.pair_mask, "agg": read.user_agg_mask, "knn": read.knn_mask}
-    masks["any"] = masks["pair"] | masks["agg"] | masks["knn"]
-    masks["knn_only"] = masks["knn"] & ~masks["pair"] & ~masks["agg"]
+    masks = {tier: mask for tier, (_, mask) in tier_values(read).items()}
     found |= {f"coverage_{tier}": float(mask.mean()) for tier, mask in masks.items()}
+    found["coverage_any"] = float(np.logical_or.reduce(list(masks.values())).mean())
+    found |= {f"coverage_first_{tier}": share for tier, share in marginal_coverage(feeding_tier(read)).items()}
     return found | efficiency(int(read.pair_mask.sum()), fm_calls)
 
 

@@ -99,7 +99,7 @@ class RankResponse(BaseModel):
     vm_version: str
     embedding_version: str
     scores: list[float] = Field(description="click probability per item, in the request's order")
-    tiers: list[Literal["pair", "agg", "knn", "none"]] = Field(description="the tier that fed each item")
+    tiers: list[Literal["pair", "a2a", "agg", "knn", "none"]] = Field(description="the tier that fed each item")
     store: Literal["ok", "error", "timeout", "overloaded"]
 
 

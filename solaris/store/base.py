@@ -5,9 +5,9 @@ lacks: every read is point-in-time (a read at ``t`` returns a row only when ``cr
 the TTL is enforced and a backfill or replay of an earlier hour never sees rows written for a later one), rows
 are scoped to an embedding version, and every time is passed in (logical time), never read from the clock.
 
-History is not kept: each table holds one row per key (a write replaces the key's older row, and a user's
-neighbour list is replaced whole), so a read at a ``t`` before the newer row's ``created_at`` finds nothing for
-that key, even where the replaced row was valid at ``t``.
+History is not kept: each table holds one row per key (a write replaces the key's older row, and a user's or
+an item's neighbour list is replaced whole), so a read at a ``t`` before the newer row's ``created_at`` finds
+nothing for that key, even where the replaced row was valid at ``t``.
 """
 
 from __future__ import annotations
@@ -48,11 +48,17 @@ class TierRead:
     user_agg_present: bool
     knn: np.ndarray  # [n, d]
     knn_mask: np.ndarray  # [n] bool
+    a2a: np.ndarray  # [n, d]
+    a2a_mask: np.ndarray  # [n] bool
 
 
 @dataclass(frozen=True)
 class TierBatchRead:
-    """Many (user, item) pairs at once, row i answering pair i; same rules as :class:`TierRead`."""
+    """Many (user, item) pairs at once, row i answering pair i; same rules as :class:`TierRead`.
+
+    Per pair (u, i): ``pair`` is its own code, ``user_agg`` u's aggregate, ``knn`` what u's neighbours' codes
+    say of i, ``a2a`` what u's own codes say of i's neighbours (:meth:`FeatureStore.read_tiers_batch`).
+    """
 
     pair: np.ndarray  # [n, d]
     pair_mask: np.ndarray  # [n] bool
@@ -60,13 +66,17 @@ class TierBatchRead:
     user_agg_mask: np.ndarray  # [n] bool
     knn: np.ndarray  # [n, d]
     knn_mask: np.ndarray  # [n] bool
+    a2a: np.ndarray  # [n, d]
+    a2a_mask: np.ndarray  # [n] bool
 
     def row_for_user(self) -> TierRead:
         """The single-user view; valid when every row belongs to the same user."""
         dim = self.pair.shape[1]
         present = bool(self.user_agg_mask[0]) if len(self.user_agg_mask) else False
         user_agg = self.user_agg[0] if len(self.user_agg) else np.zeros(dim, dtype=np.float32)
-        return TierRead(self.pair, self.pair_mask, user_agg, present, self.knn, self.knn_mask)
+        return TierRead(
+            self.pair, self.pair_mask, user_agg, present, self.knn, self.knn_mask, self.a2a, self.a2a_mask
+        )
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,22 @@ class FeatureStore(ABC):
         """Replace each listed user's neighbour list (``neighbour_ids`` is [n, k], padded with -1)."""
 
     @abstractmethod
+    def write_item_neighbours(
+        self,
+        run_id: str,
+        version: str,
+        item_ids: np.ndarray,
+        neighbour_ids: np.ndarray,
+        similarities: np.ndarray,
+        created_at: datetime,
+        expires_at: datetime,
+    ) -> int:
+        """Replace each listed item's neighbour list (``neighbour_ids`` is [n, k], padded with -1), the lists
+        the A2A tier reads; checked whole (an item listed twice or listing itself, a shape, a non-finite
+        similarity, an unknown version: :class:`StoreError`, nothing written) and written in one transaction.
+        Returns the number of items written (an item with an empty list only loses its old one)."""
+
+    @abstractmethod
     def read_tiers_batch(
         self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
     ) -> TierBatchRead:
@@ -224,6 +250,11 @@ class FeatureStore(ABC):
         The neighbour tier for pair (u, i) is ``sum_j s_j * pair(j, i) / sum_j s_j`` over u's fresh
         neighbours j with similarity ``s_j > 0`` that have a fresh pair (j, i); its mask is true iff at
         least one such j exists.
+
+        The A2A (ad-to-ad) tier for pair (u, i) is ``sum_j s_ij * pair(u, j) / sum_j s_ij`` over i's fresh item
+        neighbours j with ``s_ij > 0`` for which u has a fresh pair (u, j): what u's own codes say about the
+        ads like i, for a candidate u has no code for. Its mask is true iff at least one such j exists; the
+        pair (u, i)'s own row does not enter it.
         """
 
     def read_tiers(self, version: str, user_id: int, item_ids: np.ndarray, t: datetime) -> TierRead:
@@ -306,7 +337,8 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def stats(self, version: str, t: datetime) -> dict[str, TableStats]:
-        """Per table (pair_embeddings, user_aggregates, user_neighbours): sizes and freshness at ``t``.
+        """Per table (pair_embeddings, user_aggregates, user_neighbours, item_neighbours): sizes and freshness
+        at ``t``.
 
         ``rows`` and the oldest / newest ``created_at`` cover every stored row of the version; ``fresh`` and
         ``expiring_within_hour`` only those a read at ``t`` sees (``created_at <= t < expires_at``).

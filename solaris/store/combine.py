@@ -70,7 +70,7 @@ def weighted_mean(
     return (total / np.where(mask, weight, 1.0)[:, None]).astype(np.float32), mask
 
 
-PAIR_TIER, AGGREGATE_TIER, NEIGHBOUR_TIER = 0, 1, 2
+PAIR_TIER, AGGREGATE_TIER, NEIGHBOUR_TIER, A2A_TIER = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,8 @@ class TierRows:
 
 
 def assemble(index: PairIndex, rows: TierRows, dim: int, dtype: str) -> TierBatchRead:
-    """The batch read from the tagged rows: every vector decoded by one ``frombuffer``; the neighbour tier
-    is :func:`weighted_mean` over each requested pair's neighbour rows."""
+    """The batch read from the tagged rows: every vector decoded by one ``frombuffer``; the neighbour and
+    A2A tiers are :func:`weighted_mean` over each requested pair's rows of that tier."""
     vectors = decode_vectors(rows.vectors, dim, dtype)
     if len(vectors) != len(rows.tier):
         raise ValueError(f"{len(rows.tier)} tier rows came with {len(vectors)} vectors")
@@ -112,10 +112,15 @@ def assemble(index: PairIndex, rows: TierRows, dim: int, dtype: str) -> TierBatc
     pair, pair_mask = scatter(at, vectors[rows_of], size)
     rows_of, at = pair_rows(NEIGHBOUR_TIER)
     knn, knn_mask = weighted_mean(at, rows.similarity[rows_of].astype(np.float64), vectors[rows_of], size)
+    rows_of, at = pair_rows(A2A_TIER)
+    a2a, a2a_mask = weighted_mean(at, rows.similarity[rows_of].astype(np.float64), vectors[rows_of], size)
     rows_of = np.flatnonzero(rows.tier == AGGREGATE_TIER)
     user_agg, user_mask = scatter(
         np.searchsorted(index.users, rows.user_ids[rows_of]), vectors[rows_of], len(index.users)
     )
     row = index.inverse
     row_user = index.user_rank[row]
-    return TierBatchRead(pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row])
+    return TierBatchRead(
+        pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row], a2a[row],
+        a2a_mask[row],
+    )

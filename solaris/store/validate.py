@@ -44,9 +44,11 @@ class AggregateBatch:
 
 @dataclass(frozen=True)
 class NeighbourBatch:
+    """Neighbour lists of users or of items (their owners)."""
+
     stamp: Stamp
-    users: np.ndarray  # every listed user: their old lists are replaced, even by an empty one
-    user_ids: np.ndarray  # one row per (user, neighbour), padding removed
+    owners: np.ndarray  # every listed owner: their old lists are replaced, even by an empty one
+    owner_ids: np.ndarray  # one row per (owner, neighbour), padding removed
     neighbour_ids: np.ndarray
     similarities: np.ndarray
 
@@ -148,14 +150,16 @@ def aggregate_batch(
 
 
 def neighbour_batch(
-    stamp_: Stamp, user_ids: np.ndarray, neighbour_ids: np.ndarray, similarities: np.ndarray
+    stamp_: Stamp, owner_ids: np.ndarray, neighbour_ids: np.ndarray, similarities: np.ndarray, owner: str = "user"
 ) -> NeighbourBatch:
-    users = ids(user_ids, "user_ids")
-    unique_keys([users], "user_id")
+    """``owner`` ("user" or "item") names the ids in the errors."""
+    owners = ids(owner_ids, f"{owner}_ids")
+    unique_keys([owners], f"{owner}_id")
     neighbours = np.asarray(neighbour_ids)
-    if neighbours.ndim != 2 or len(neighbours) != len(users) or (neighbours.size and neighbours.dtype.kind not in "iu"):
+    integers = not neighbours.size or neighbours.dtype.kind in "iu"
+    if neighbours.ndim != 2 or len(neighbours) != len(owners) or not integers:
         raise StoreError(
-            f"neighbour_ids must be a 2-D integer array with {len(users)} rows, got shape {neighbours.shape}"
+            f"neighbour_ids must be a 2-D integer array with {len(owners)} rows, got shape {neighbours.shape}"
         )
     neighbours = neighbours.astype(np.int64)
     sims = finite(similarities, "similarities", neighbours.shape)
@@ -163,7 +167,7 @@ def neighbour_batch(
     flat = neighbours[row, col]
     if flat.size and flat.min() < 0:
         raise StoreError(f"neighbour_ids row {int(row[np.argmin(flat)])} holds {int(flat.min())}; pad with -1 only")
-    if (flat == users[row]).any():
-        raise StoreError(f"neighbour_ids row {int(row[np.argmax(flat == users[row])])} lists the user itself")
-    unique_keys([users[row], flat], "(user_id, neighbour_id)")
-    return NeighbourBatch(stamp_, users, users[row], flat, sims[row, col])
+    if (flat == owners[row]).any():
+        raise StoreError(f"neighbour_ids row {int(row[np.argmax(flat == owners[row])])} lists the {owner} itself")
+    unique_keys([owners[row], flat], f"({owner}_id, neighbour_id)")
+    return NeighbourBatch(stamp_, owners, owners[row], flat, sims[row, col])

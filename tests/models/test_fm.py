@@ -64,7 +64,7 @@ def test_fm_costs_more_than_a_vm(setup: tuple) -> None:
 def test_vm_refuses_a_matrix_of_the_wrong_width(setup: tuple) -> None:
     _, x, users, items = setup
     vm = VerticalModel(VMConfig(variant="solaris"), users, items)
-    with pytest.raises(ValueError, match="expects 103 input columns"):
+    with pytest.raises(ValueError, match="expects 136 input columns"):
         score(vm, x[:, :4])
 
 

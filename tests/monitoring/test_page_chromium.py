@@ -127,8 +127,8 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
     [run] = page.cells(row={"data-run": run_key(10)})
     assert run[:3] == ["2026-03-01 10:00", "succeeded", "1 / 1 / 7"]
     figures = health_world.figures[run_key(10)]
-    shown = ("hit_rate", "coverage_pair", "coverage_agg", "coverage_knn", "coverage_any")
-    assert run[4:9] == [_percent(figures[name]) for name in shown]
+    shown = ("hit_rate", "coverage_pair", "coverage_agg", "coverage_knn", "coverage_a2a", "coverage_any")
+    assert run[4:10] == [_percent(figures[name]) for name in shown]
 
 
 def test_page_in_chromium_names_an_unreachable_store(

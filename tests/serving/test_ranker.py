@@ -13,7 +13,7 @@ from conftest import TTL, StoreFactory, T, Layout, lay_out
 from solaris.serving import Ranker
 from solaris.store import sqlite as sqlite_store
 from solaris.serving.champion import ServingModel
-from solaris.models.features import BASE_COLUMNS
+from solaris.models.features import BASE_COLUMNS, TIERS
 from solaris.enrichment.tiers import absent, served_inputs
 from solaris.embedding_version import VersionMismatch, parse_embedding_version
 
@@ -38,7 +38,8 @@ def test_inputs_carry_the_written_vectors(layout: Layout, champion: ServingModel
     np.testing.assert_array_equal(pair[1], 0)  # no pair row for item 11: zeros, flag 0
     assert served.inputs[0, base + dim] == 1 and served.inputs[1, base + dim] == 0
     np.testing.assert_array_equal(agg, np.repeat(layout.vectors["agg"], 2, axis=0))
-    knn = Ranker(layout.store, champion).rank(2, np.array([20]), T).inputs[0, base + 2 * (dim + 1) : -1]
+    knn_at = base + TIERS.index("knn") * (dim + 1)
+    knn = Ranker(layout.store, champion).rank(2, np.array([20]), T).inputs[0, knn_at : knn_at + dim]
     np.testing.assert_array_equal(knn, layout.vectors["neighbour_pair"][0])  # one neighbour: its vector
 
 

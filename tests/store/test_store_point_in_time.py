@@ -86,10 +86,11 @@ def test_stats_count_as_fresh_only_rows_created_by_t(store: FeatureStore, versio
     early = store.stats(version, H + HOUR)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in early.items()} == {
         "pair_embeddings": (2, 0, 0), "user_aggregates": (1, 0, 0), "user_neighbours": (1, 0, 0),
+        "item_neighbours": (0, 0, 0),
     }
     late = store.stats(version, H + 4.5 * HOUR)
     assert {name: (s.fresh, s.expiring_within_hour) for name, s in late.items()} == {
-        "pair_embeddings": (2, 2), "user_aggregates": (1, 1), "user_neighbours": (1, 1),
+        "pair_embeddings": (2, 2), "user_aggregates": (1, 1), "user_neighbours": (1, 1), "item_neighbours": (0, 0),
     }
 
 

@@ -146,11 +146,12 @@ def test_writes_leave_statistics_on_tables_postgresql_never_analyzed(store: Feat
                 " AND relkind = 'r' AND reltuples < 0"
             ).scalars())
 
-    assert "user_neighbours" in never_analyzed()
+    assert {"user_neighbours", "item_neighbours"} <= set(never_analyzed())
     for hour in (1, 2):
         store.write_pair_embeddings("r", version, np.arange(5), np.arange(5), vecs(5), np.ones(5), T0, T0 + hour * HOUR)
     store.write_user_aggregates("r", version, np.arange(5), vecs(5), np.ones(5, dtype=int), 24, T0, T0 + HOUR)
     store.write_user_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
+    store.write_item_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
     assert never_analyzed() == ["embedding_versions", "precompute_runs"]
 
 
@@ -168,6 +169,7 @@ def test_writes_leave_statistics_on_tables_sqlite_never_analyzed(store: FeatureS
     store.write_pair_embeddings("r", version, np.arange(5), np.arange(5), vecs(5), np.ones(5), T0, T0 + HOUR)
     store.write_user_aggregates("r", version, np.arange(5), vecs(5), np.ones(5, dtype=int), 24, T0, T0 + HOUR)
     store.write_user_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
-    assert analyzed() == ["pair_embeddings", "user_aggregates", "user_neighbours"]
+    store.write_item_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
+    assert analyzed() == ["item_neighbours", "pair_embeddings", "user_aggregates", "user_neighbours"]
     got = store.read_tiers(version, 0, np.array([0, 1]), T0)
     assert got.pair_mask.tolist() == [True, False]

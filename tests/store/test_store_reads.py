@@ -97,6 +97,9 @@ def test_batch_read_matches_per_user_reads(store: FeatureStore, version: str) ->
     store.write_user_neighbours(
         "r", version, np.arange(6), (np.arange(6)[:, None] + [1, 2]) % 6, rng.uniform(0.1, 1, (6, 2)), T0, T0 + HOUR
     )
+    store.write_item_neighbours(
+        "r", version, np.arange(8), (np.arange(8)[:, None] + [1, 3]) % 8, rng.uniform(0.1, 1, (8, 2)), T0, T0 + HOUR
+    )
     req_users, req_items = rng.integers(0, 7, 40), rng.integers(0, 9, 40)
     batch = store.read_tiers_batch(version, req_users, req_items, T0)
     for user in np.unique(req_users):
@@ -106,9 +109,11 @@ def test_batch_read_matches_per_user_reads(store: FeatureStore, version: str) ->
         np.testing.assert_array_equal(batch.pair_mask[rows], one.pair_mask)
         np.testing.assert_array_equal(batch.knn[rows], one.knn)
         np.testing.assert_array_equal(batch.knn_mask[rows], one.knn_mask)
+        np.testing.assert_array_equal(batch.a2a[rows], one.a2a)
+        np.testing.assert_array_equal(batch.a2a_mask[rows], one.a2a_mask)
         assert (batch.user_agg_mask[rows] == one.user_agg_present).all()
         np.testing.assert_array_equal(batch.user_agg[rows], np.broadcast_to(one.user_agg, (len(rows), DIM)))
-    assert batch.pair_mask.any() and batch.knn_mask.any() and batch.user_agg_mask.any()
+    assert batch.pair_mask.any() and batch.knn_mask.any() and batch.user_agg_mask.any() and batch.a2a_mask.any()
 
 
 def test_fresh_pairs_marks_only_fresh_rows_of_the_version(store: FeatureStore, version: str) -> None:
@@ -122,3 +127,4 @@ def test_fresh_pairs_marks_only_fresh_rows_of_the_version(store: FeatureStore, v
 def test_empty_candidate_list(store: FeatureStore, version: str) -> None:
     got = store.read_tiers(version, 1, np.array([], dtype=np.int64), T0)
     assert got.pair.shape == (0, DIM) and got.knn.shape == (0, DIM) and got.user_agg.shape == (DIM,)
+    assert got.a2a.shape == (0, DIM) and got.a2a_mask.shape == (0,)

@@ -10,7 +10,6 @@ import copy
 import json
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import mlflow
 import numpy as np

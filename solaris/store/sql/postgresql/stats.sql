@@ -14,3 +14,8 @@ SELECT 'user_neighbours', count(*), count(*) FILTER (WHERE created_at <= %(t)s A
        min(created_at), max(created_at),
        count(*) FILTER (WHERE created_at <= %(t)s AND expires_at > %(t)s AND expires_at <= %(horizon)s)
 FROM user_neighbours WHERE version_id = %(version)s
+UNION ALL
+SELECT 'item_neighbours', count(*), count(*) FILTER (WHERE created_at <= %(t)s AND expires_at > %(t)s),
+       min(created_at), max(created_at),
+       count(*) FILTER (WHERE created_at <= %(t)s AND expires_at > %(t)s AND expires_at <= %(horizon)s)
+FROM item_neighbours WHERE version_id = %(version)s

@@ -47,6 +47,22 @@ CREATE TABLE IF NOT EXISTS user_neighbours (
 );
 CREATE INDEX IF NOT EXISTS user_neighbours_expires_at ON user_neighbours (expires_at);
 
+CREATE TABLE IF NOT EXISTS item_neighbours (
+    version_id TEXT NOT NULL,
+    item_id BIGINT NOT NULL,
+    neighbour_id BIGINT NOT NULL,
+    similarity REAL NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    run_id TEXT NOT NULL,
+    PRIMARY KEY (version_id, item_id, neighbour_id)
+);
+CREATE INDEX IF NOT EXISTS item_neighbours_expires_at ON item_neighbours (expires_at);
+-- The A2A tier finds the lists that name one of the user's items (read_tiers.sql); covering, so that the
+-- ~20 entries read per item of the user are tested without fetching their rows.
+CREATE INDEX IF NOT EXISTS item_neighbours_neighbour
+    ON item_neighbours (version_id, neighbour_id, item_id, similarity, created_at, expires_at);
+
 CREATE TABLE IF NOT EXISTS precompute_runs (
     run_id TEXT NOT NULL PRIMARY KEY,
     interval_start BIGINT NOT NULL,

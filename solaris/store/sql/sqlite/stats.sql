@@ -14,3 +14,8 @@ SELECT 'user_neighbours', count(*), coalesce(sum(created_at <= :t AND expires_at
        min(created_at), max(created_at),
        coalesce(sum(created_at <= :t AND expires_at > :t AND expires_at <= :horizon), 0)
 FROM user_neighbours WHERE version_id = :version
+UNION ALL
+SELECT 'item_neighbours', count(*), coalesce(sum(created_at <= :t AND expires_at > :t), 0),
+       min(created_at), max(created_at),
+       coalesce(sum(created_at <= :t AND expires_at > :t AND expires_at <= :horizon), 0)
+FROM item_neighbours WHERE version_id = :version
