@@ -79,10 +79,12 @@ class Arms:
         return run, score_models(arm.click, arm.requests, probs, self.seed)[-1]
 
 
-def mean_coverage(figures: list[HourFigures]) -> dict[str, float]:
-    """Coverage over all pairs served in these hours (hours weighted by what they served)."""
+def mean_coverage(figures: list[HourFigures], which: str = "coverage") -> dict[str, float]:
+    """Coverage over all pairs served in these hours (hours weighted by what they served); ``which`` is
+    ``"coverage"`` (cumulative down the feeding order) or ``"coverage_marginal"`` (fed first by each tier)."""
     served = np.array([f.served for f in figures], float)
-    return {tier: float(np.dot(served, [f.coverage[tier] for f in figures]) / max(served.sum(), 1.0)) for tier in figures[0].coverage}
+    shares = [getattr(f, which) for f in figures]
+    return {tier: float(np.dot(served, [s[tier] for s in shares]) / max(served.sum(), 1.0)) for tier in shares[0]}
 
 
 def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:

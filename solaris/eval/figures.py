@@ -7,7 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-CUMULATIVE_TIERS = ("pair", "agg", "knn")  # coverage["agg"] is the share fed by pair OR aggregate, and so on
+from solaris.models.features import FEEDING_ORDER
+
+# coverage["a2a"] is the share fed by pair OR a2a, and so on down the feeding order
+CUMULATIVE_TIERS = FEEDING_ORDER
 SWEEP_FRACTIONS = (0.05, 0.1, 0.2, 0.4)  # the top_fraction sweep the issue asks for
 
 
@@ -50,6 +53,7 @@ class HourFigures:
     ttl_pairs: int = 0
     ttl_hits: int = 0
     requested_auc: float | None = None  # selector AUC on those pairs' run's scored pool; None: one class only
+    coverage_marginal: dict[str, float] = field(default_factory=dict)  # share fed first by each tier
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,24 @@ class SpeculationPoint:
 
 
 @dataclass(frozen=True)
+class TierContribution:
+    """What one tier adds to the SOLARIS VM on the evaluation span: the ladder's VM that sees the tiers before
+    it (the base VM for the first) against the one that also sees it, on the same served events."""
+
+    tier: str
+    without: str  # the model that lacks the tier
+    with_tier: str  # the model that has it
+    ne_gain: float  # NE without minus NE with: > 0 where the tier helps
+    ne_gain_ci95: Interval
+    coverage_marginal: float  # the eval span's share of served pairs the tier fed first
+
+    @property
+    def measurable(self) -> bool:
+        """Whether the gain's interval excludes 0."""
+        return self.ne_gain_ci95[0] > 0 or self.ne_gain_ci95[1] < 0
+
+
+@dataclass(frozen=True)
 class ReplayReport:
     world: str
     seed: int
@@ -106,6 +128,10 @@ class ReplayReport:
     # per candidate row the pair tier covered and its inverse; empty in a report written before it.
     efficiency: dict[str, float | None] = field(default_factory=dict)
     speculation: list[SpeculationPoint] = field(default_factory=list)  # empty: not compared
+    # The eval span's share of served pairs each tier fed first, in the feeding order; and each tier's NE
+    # contribution (empty in a report written before them).
+    coverage_marginal: dict[str, float] = field(default_factory=dict)
+    tier_contributions: list[TierContribution] = field(default_factory=list)
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:
@@ -129,5 +155,6 @@ class ReplayReport:
                 "hours": [HourFigures(**h) for h in raw["hours"]],
                 "sweep": [SweepPoint(**s) for s in raw["sweep"]],
                 "speculation": [SpeculationPoint(**s) for s in raw.get("speculation", [])],
+                "tier_contributions": [TierContribution(**c) for c in raw.get("tier_contributions", [])],
             }
         )

@@ -138,6 +138,11 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
                     mlflow.log_metrics({f"{name}_{key}_ci95_low": ci[0], f"{name}_{key}_ci95_high": ci[1]})
         if eval_hours:
             mlflow.log_metrics({f"coverage_eval_{k}": v for k, v in mean_coverage(eval_hours).items()})
+        mlflow.log_metrics({f"coverage_marginal_eval_{k}": v for k, v in report.coverage_marginal.items()})
+        for c in report.tier_contributions:
+            low, high = c.ne_gain_ci95
+            mlflow.log_metrics({f"tier_ne_gain_{c.tier}": c.ne_gain, f"tier_ne_gain_{c.tier}_ci95_low": low,
+                                f"tier_ne_gain_{c.tier}_ci95_high": high})  # fmt: skip
         mlflow.log_metrics(
             {"fm_calls_per_served_pair": report.fm_calls_per_served_pair}
             | {f"staleness_hours_{k}": v for k, v in report.staleness_hours.items()}

@@ -27,7 +27,7 @@ from solaris.precompute.codelog import CodeLog
 from solaris.precompute.nodes import code_log_of
 from solaris.precompute.run import run_hour
 from solaris.serving import Ranker, Served
-from solaris.enrichment.tiers import AGG, KNN, PAIR
+from solaris.enrichment.tiers import PAIR, cumulative_coverage, marginal_coverage
 from solaris.store.base import FeatureStore
 from solaris.store.codec import MICROS_PER_HOUR, from_micros
 
@@ -88,10 +88,10 @@ def replay_hours(
         found["staleness_hours_mean"] = float(ages[-1].mean()) if len(ages[-1]) else None
         figures.append(HourFigures(**found))
         if progress:
-            c = found["coverage"]
+            cumulative = " ".join(f"{tier} {share:.2f}" for tier, share in found["coverage"].items())
             print(
                 f"[replay] {label} {i + 1}/{len(hours)} {hour:%Y-%m-%d %H}:00  {found['served']} served, coverage "
-                f"pair {c['pair']:.2f} agg {c['agg']:.2f} knn {c['knn']:.2f}, {time.perf_counter() - started:.1f} s",
+                f"{cumulative}, {time.perf_counter() - started:.1f} s",
                 flush=True,
             )
     if ranker.served_log is not None:
@@ -118,14 +118,10 @@ def serve_hour(log: EventLog, hour: datetime, ranker: Ranker) -> tuple[ServedPai
 
 
 def hour_figures(hour: datetime, span: str, pairs: ServedPairs, served: Served, fm_calls: int) -> dict[str, object]:
-    tiers = served.tiers
-    n = len(tiers)
-    coverage = {
-        "pair": float((tiers == PAIR).mean()) if n else 0.0,
-        "agg": float((tiers <= AGG).mean()) if n else 0.0,
-        "knn": float((tiers <= KNN).mean()) if n else 0.0,
-    }
-    return {"hour": hour.isoformat(), "span": span, "served": n, "coverage": coverage, "fm_calls": int(fm_calls)}
+    return {
+        "hour": hour.isoformat(), "span": span, "served": len(served.tiers), "coverage": cumulative_coverage(served.tiers),
+        "coverage_marginal": marginal_coverage(served.tiers), "fm_calls": int(fm_calls),
+    }  # fmt: skip
 
 
 def efficiency(store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ DEFAULT_FM_REFRESH = "daily"
 # The reference rows every replay table holds, named once.
 FM, VM_BASE = "FM", "VM base"
 FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the precompute can embed
+ALL_TIERS = "SOLARIS +knn"  # the SOLARIS VM that sees every tier: the last rung of eval.variants' tier ladder
 
 _SERVED_FM = {
     "daily": (

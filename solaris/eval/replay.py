@@ -22,13 +22,13 @@ from solaris.data.hourly import hours_between
 from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
 from solaris.eval.events import ServedEvents, concat, served_events
-from solaris.eval.figures import SWEEP_FRACTIONS, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.figures import SWEEP_FRACTIONS, ModelScore, ReplayReport, SweepPoint, TierContribution
 from solaris.eval.fm_refresh import Chain, first_chain, refresh_hours, switch
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, check_fm_refresh, protocol
-from solaris.eval.scoring import score_models
+from solaris.eval.scoring import score_models, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
-from solaris.eval.variants import VARIANTS, predict, refresh, variant
+from solaris.eval.variants import TIER_STEPS, VARIANTS, predict, refresh, variant
 from solaris.models.calibration import PlattScaling
 from solaris.models.splits import Span
 from solaris.models.training import FitConfig
@@ -137,7 +137,8 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         lambda: _refresh(replay, trained, calibrated(logging_events), serving.first_serving_hour, version),
     )
     eval_events = calibrated(events(spans.eval, replay.settings))
-    scores = _scores(eval_events, refreshed, config.seed)
+    evaluated_marginal = mean_coverage(evaluated.figures, "coverage_marginal")
+    scores, contributions = _scores(eval_events, refreshed, evaluated_marginal, config.seed)
     span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
     main_events = eval_events.select(eval_events.hours >= _hour_index(span.serve_from))
     arms = Arms(span, serving.serving, refreshed, main_events, replay.arm_settings, events, config.seed, config.progress)
@@ -160,6 +161,8 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         staleness_hours=distribution(evaluated.staleness_hours),
         efficiency=efficiency(evaluated.figures),
         speculation=speculation,
+        coverage_marginal=evaluated_marginal,
+        tier_contributions=contributions,
         seconds=replay.seconds,
         protocol=protocol(config.fm_refresh),
         fm_versions=[c.as_dict() for c in chains],
@@ -215,10 +218,14 @@ def _hour_index(hour: datetime) -> int:
     return int(hour.timestamp()) // 3600
 
 
-def _scores(events: ServedEvents, refreshed: dict[str, VerticalModel], seed: int) -> list[ModelScore]:
+def _scores(
+    events: ServedEvents, refreshed: dict[str, VerticalModel], marginal: dict[str, float], seed: int
+) -> tuple[list[ModelScore], list[TierContribution]]:
+    """Every model's score, and each tier's NE contribution along the variants' tier ladder."""
     probs = {FM: events.fm_click, FM_HOURLY: events.fm_click_hourly}
     probs |= {name: predict(variant(name), model, events) for name, model in refreshed.items()}
-    return score_models(events.click, events.requests, probs, seed)
+    scores = score_models(events.click, events.requests, probs, seed)
+    return scores, tier_contributions(events.click, events.requests, probs, TIER_STEPS, marginal, seed)
 
 
 def _sweep(arms: Arms, config: ReplayConfig) -> list[SweepPoint]:

@@ -7,12 +7,12 @@ undefined and the NE gain, with its interval, is what the report shows instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from solaris.eval.bootstrap import RESAMPLES, interval, request_sums, resampled_ne, transfer_samples
-from solaris.eval.figures import ModelScore
+from solaris.eval.figures import ModelScore, TierContribution
 from solaris.eval.protocol import FM, VM_BASE
 from solaris.models import metrics
 
@@ -48,3 +48,29 @@ def score_models(
             )
         )  # fmt: skip
     return scores
+
+
+def tier_contributions(
+    labels: np.ndarray,
+    requests: np.ndarray,
+    probs: Mapping[str, np.ndarray],
+    ladder: Sequence[tuple[str, str, str]],
+    marginal: Mapping[str, float],
+    seed: int,
+    resamples: int = RESAMPLES,
+) -> list[TierContribution]:
+    """Per ``(tier, without, with_tier)`` of the ladder, the NE gain of the model with the tier over the one
+    without it, paired over the same resampled requests (the seed gives :func:`score_models`'s resamples)."""
+    names = list(probs)
+    samples = resampled_ne(request_sums(requests, labels, probs), resamples, seed)
+    ne = {name: metrics.summary(labels, probs[name])["ne"] for name in names}
+    found = []
+    for tier, without, with_tier in ladder:
+        a, b = names.index(without), names.index(with_tier)
+        found.append(
+            TierContribution(
+                tier, without, with_tier, ne[without] - ne[with_tier], list(interval(samples[:, a] - samples[:, b])),
+                marginal.get(tier, 0.0),
+            )
+        )
+    return found

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solaris.eval.events import ServedEvents
-from solaris.models.features import BASE_COLUMNS
+from solaris.eval.protocol import ALL_TIERS
+from solaris.models.features import BASE_COLUMNS, FEEDING_ORDER
 from solaris.models.training import FitConfig, refresh_vm
 from solaris.models.vm import TIERS, VerticalModel, score
 
@@ -30,15 +31,30 @@ class Variant:
         return bool(self.tiers) or self.distill
 
 
+def _tier_ladder() -> tuple[Variant, ...]:
+    """SOLARIS VMs that see the tiers of the feeding order cumulatively (``SOLARIS pair``, ``SOLARIS +a2a``,
+    ...): two neighbours differ by one tier only, so their NE difference is that tier's contribution."""
+    first, *rest = FEEDING_ORDER
+    ladder = [Variant(f"SOLARIS {first}", "solaris", (first,), False)]
+    for tier in rest:
+        ladder.append(Variant(f"SOLARIS +{tier}", "solaris", (*ladder[-1].tiers, tier), False))
+    return tuple(ladder)
+
+
+TIER_LADDER = _tier_ladder()
 VARIANTS = (
     Variant("VM base", "base", (), False),
     Variant("VM distilled", "distilled", (), True),
-    Variant("SOLARIS pair", "solaris", ("pair",), False),
-    Variant("SOLARIS +agg", "solaris", ("pair", "agg"), False),
-    Variant("SOLARIS +knn", "solaris", TIERS, False),
+    *TIER_LADDER,
     Variant("SOLARIS all+distill", "solaris_distilled", TIERS, True),
 )
-SWEEP_VARIANT = "SOLARIS +knn"  # all tiers, no distillation: NE against coverage without a second effect
+# (tier, the variant without it, the variant with it): the base VM stands for "no tier" before the first.
+TIER_STEPS = tuple(
+    (v.tiers[-1], "VM base" if k == 0 else TIER_LADDER[k - 1].name, v.name) for k, v in enumerate(TIER_LADDER)
+)
+if TIER_LADDER[-1].name != ALL_TIERS:
+    raise ValueError(f"the tier ladder ends in {TIER_LADDER[-1].name!r}; eval.protocol.ALL_TIERS says {ALL_TIERS!r}")
+SWEEP_VARIANT = ALL_TIERS  # all tiers, no distillation: NE against coverage without a second effect
 
 
 def variant(name: str) -> Variant:

@@ -18,7 +18,7 @@ from solaris.eval.figures import ReplayReport
 from solaris.eval.job import EXPERIMENT
 from solaris.embedding_version import parse_embedding_version
 from solaris.eval.report import INVARIANTS, check_invariants
-from solaris.models.features import ts_micros
+from solaris.models.features import FEEDING_ORDER, ts_micros
 from solaris.serving.servedlog import read_served
 from solaris.store.codec import to_micros
 from solaris.tracking.registry import FM_MODEL
@@ -44,7 +44,10 @@ def test_the_report_holds_its_invariants(replayed: tuple[Settings, ReplayReport]
     assert check_invariants(report) == []
     assert report.model("VM base").transfer_ratio == 0
     for hour in report.hours:
-        assert hour.coverage["pair"] <= hour.coverage["agg"] <= hour.coverage["knn"]
+        shares = [hour.coverage[t] for t in FEEDING_ORDER]
+        assert shares == sorted(shares)
+        assert list(hour.coverage_marginal) == list(FEEDING_ORDER)
+        assert list(hour.coverage_marginal.values()) == pytest.approx(list(np.diff([0.0, *shares])))
     sweep = sorted(report.sweep, key=lambda p: p.top_fraction)
     assert [p.top_fraction for p in sweep] == [0.05, 0.1, 0.2, 0.4]
     assert all(a.coverage["pair"] <= b.coverage["pair"] for a, b in zip(sweep, sweep[1:]))
@@ -54,8 +57,8 @@ def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, R
     report = replayed[1]
     names = [m.name for m in report.models]
     assert names == [
-        "FM", "FM as precomputed", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +agg", "SOLARIS +knn",
-        "SOLARIS all+distill",
+        "FM", "FM as precomputed", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +a2a", "SOLARIS +agg",
+        "SOLARIS +knn", "SOLARIS all+distill",
     ]  # fmt: skip
     assert {h.span for h in report.hours} == {"logging", "eval"}
 
@@ -70,6 +73,20 @@ def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replay
     assert all(p.ne_ci95 and p.ne_gain_ci95 for p in report.sweep)
     assert report.protocol["fm_refresh"] == "daily" and "fine-tuned daily" in report.protocol["fm_reference"]
     assert report.invariants == {"checked": list(INVARIANTS), "violated": []}
+
+
+def test_each_tier_reports_its_marginal_coverage_and_ne_contribution(replayed: tuple[Settings, ReplayReport]) -> None:
+    """Down the feeding order, each tier's NE gain is the ladder's step (the base VM before the first tier),
+    with a paired interval; the A2A tier feeds served pairs on the tiny world."""
+    report = replayed[1]
+    contributions = report.tier_contributions
+    assert [c.tier for c in contributions] == list(FEEDING_ORDER) == list(report.coverage_marginal)
+    for c in contributions:
+        assert c.ne_gain == pytest.approx(report.model(c.without).ne - report.model(c.with_tier).ne)
+        assert c.ne_gain_ci95[0] <= c.ne_gain <= c.ne_gain_ci95[1], c.tier
+        assert c.coverage_marginal == report.coverage_marginal[c.tier]
+    assert contributions[0].without == "VM base" and contributions[-1].with_tier == "SOLARIS +knn"
+    assert report.coverage_marginal["a2a"] > 0
 
 
 def test_no_embedding_comes_from_the_future_or_from_the_fms_training_labels(replayed: tuple[Settings, ReplayReport]) -> None:

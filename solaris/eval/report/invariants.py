@@ -82,17 +82,16 @@ def _tier_order(report: ReplayReport) -> Iterator[str]:
         yield from missing
         return
     for h in report.hours:
-        c = h.coverage
-        if not c["pair"] <= c["agg"] <= c["knn"]:
-            yield (
-                f"coverage by tier, hour {h.hour}: pair {c['pair']:.4f} <= agg {c['agg']:.4f} <= knn {c['knn']:.4f}"
-                " does not hold"
-            )
+        shares = [h.coverage[t] for t in CUMULATIVE_TIERS]
+        if any(b < a for a, b in zip(shares, shares[1:])):
+            chain = " <= ".join(f"{t} {h.coverage[t]:.4f}" for t in CUMULATIVE_TIERS)
+            yield f"coverage by tier, hour {h.hour}: {chain} does not hold"
     means = span_means(report, None)
-    if not means["agg"] > means["pair"]:
+    first, last = CUMULATIVE_TIERS[0], CUMULATIVE_TIERS[-1]
+    if not means[last] > means[first]:
         yield (
-            f"coverage by tier, mean over all hours: the user aggregate adds nothing "
-            f"(agg {means['agg']:.4f}, pair {means['pair']:.4f})"
+            f"coverage by tier, mean over all hours: the tiers after {first} add nothing "
+            f"({last} {means[last]:.4f}, {first} {means[first]:.4f})"
         )
 
 
@@ -133,7 +132,7 @@ def _sweep_invariants(report: ReplayReport) -> Iterator[str]:
     if missing := _missing_tiers((f"top_fraction sweep, point {p.top_fraction:g},", p.coverage) for p in points):
         yield from missing
         return
-    for tier in ("pair", "knn"):
+    for tier in (CUMULATIVE_TIERS[0], CUMULATIVE_TIERS[-1]):
         shares = [p.coverage[tier] for p in points]
         if any(b < a for a, b in zip(shares, shares[1:])):
             listed = ", ".join(f"{f:g}: {s:.4f}" for f, s in zip(fractions, shares, strict=True))
