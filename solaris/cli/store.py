@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from solaris.store import FeatureStore
 
 
 def _time(value: str) -> datetime:
@@ -45,12 +51,30 @@ def init_store(args: argparse.Namespace) -> int:
     return 0
 
 
-def show_stats(args: argparse.Namespace) -> int:
+@contextmanager
+def _initialised_store() -> Iterator[FeatureStore]:
+    """The configured store; a database error (no tables yet, no server) becomes one line that names it."""
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import DBAPIError
+
     from solaris.config import get_settings
     from solaris.store import open_configured_store
 
+    settings = get_settings()
+    try:
+        with open_configured_store(settings) as store:
+            yield store
+    except DBAPIError as exc:
+        where = settings.store_conn_id or make_url(settings.store_url).render_as_string(hide_password=True)
+        raise ValueError(
+            f"the store {where} cannot answer ({' '.join(str(exc.orig).split())}): is it reachable, and were its "
+            "tables created (`solaris store init`)?"
+        ) from None
+
+
+def show_stats(args: argparse.Namespace) -> int:
     at = args.at or datetime.now(UTC)  # an inspection command: "now" is its input, read here at the edge
-    with open_configured_store(get_settings()) as store:
+    with _initialised_store() as store:
         store.get_embedding_version(args.version)
         stats = store.stats(args.version, at)
     report = {
@@ -61,10 +85,7 @@ def show_stats(args: argparse.Namespace) -> int:
 
 
 def expire_store(args: argparse.Namespace) -> int:
-    from solaris.config import get_settings
-    from solaris.store import open_configured_store
-
-    with open_configured_store(get_settings()) as store:
+    with _initialised_store() as store:
         counts = store.expire(args.at, batch_size=args.batch_size)
     print(json.dumps({"at": args.at.isoformat(), "deleted": counts}))
     return 0
