@@ -46,3 +46,30 @@ def decode_vectors(data: bytes, dim: int, dtype: str) -> np.ndarray:
     if flat.size % dim:
         raise ValueError(f"{len(data)} bytes of {dtype} vectors do not split into rows of {dim} values")
     return flat.reshape(-1, dim).astype(np.float32)
+
+
+LIST_ID_LIMIT = 2**31  # list ids are stored as int32
+
+
+def encode_lists(neighbour_ids: np.ndarray, similarities: np.ndarray) -> list[bytes]:
+    """Each row's ``k`` neighbour ids (int32, -1 for an empty slot) then their ``k`` similarities (float32),
+    little-endian: one owner's list as one value, so a read fetches one row per owner, not ``k``."""
+    ids = np.asarray(neighbour_ids, np.int64)
+    if ids.size and ids.max() >= LIST_ID_LIMIT:
+        raise ValueError(f"neighbour id {int(ids.max())} does not fit a list (ids below 2^31)")
+    packed = np.concatenate([ids.astype("<i4"), np.asarray(similarities, "<f4").view("<i4")], axis=1)
+    return [row.tobytes() for row in packed]
+
+
+def decode_lists(data: bytes, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lists stored back to back, list r holding ``slots[r]`` entries: per entry, its list, id and similarity."""
+    slots = np.asarray(slots, np.int64)
+    words = np.frombuffer(data, dtype="<i4")
+    if len(words) != 2 * slots.sum():
+        raise ValueError(f"{len(data)} bytes do not hold lists of {slots.tolist()} entries")
+    of_entry = np.repeat(np.arange(len(slots)), slots)
+    first = np.repeat(2 * (np.cumsum(slots) - slots), slots)  # each list's first word
+    slot = np.arange(len(of_entry)) - np.repeat(np.cumsum(slots) - slots, slots)
+    ids = words[first + slot].astype(np.int64)
+    sims = words[first + np.repeat(slots, slots) + slot].view("<f4").astype(np.float64)
+    return of_entry, ids, sims

@@ -23,7 +23,7 @@ from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import PostgresStoreConfig
 from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.pgcopy import binary_copy_payload
-from solaris.store.sql_store import EXPIRING_TABLES, NeighbourTable, SqlFeatureStore
+from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 from solaris.store.sqlfiles import statements
 
 PARTITION_PREFIX = "pair_embeddings_h"
@@ -60,8 +60,8 @@ class PostgresFeatureStore(SqlFeatureStore):
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
         return {"users": index.users, "items": index.items}  # bigint[] by Int8ArrayDumper
 
-    def _ids_param(self, name: str, ids: np.ndarray) -> dict[str, Any]:
-        return {name: ids}  # bigint[] by Int8ArrayDumper
+    def _users_param(self, users: np.ndarray) -> dict[str, Any]:
+        return {"users": users}
 
     def _read_tier_rows(self, conn: Any, params: dict[str, Any], timeout_s: None) -> TierRows:
         # One row of columns, in binary: the arrays load straight into numpy (register_numpy_array_loaders).
@@ -124,20 +124,27 @@ class PostgresFeatureStore(SqlFeatureStore):
         with self._engine.connect() as conn:
             self._analyze_if_never(conn, "user_aggregates")
 
-    def _write_neighbours(self, table: NeighbourTable, batch: validate.NeighbourBatch) -> None:
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
         s = batch.stamp
         params = {"version": s.version, "created_at": s.created_at, "expires_at": s.expires_at, "run_id": s.run_id}
         with self._engine.begin() as conn:
-            conn.exec_driver_sql(table.format(self._sql("lock_neighbour_writes")))
+            conn.exec_driver_sql(self._sql("lock_neighbour_writes"))
             conn.exec_driver_sql(self._sql("create_neighbour_staging"))
             self._copy(conn, "copy_neighbour_staging", [
                 ("int8", batch.owner_ids), ("int8", batch.neighbour_ids), ("float4", batch.similarities),
             ])
-            old = {"version": s.version} | self._ids_param("owners", batch.owners)
-            conn.exec_driver_sql(table.format(self._sql("delete_neighbours")), old)
-            conn.exec_driver_sql(table.format(self._sql("insert_neighbours")), params)
+            conn.exec_driver_sql(self._sql("delete_user_neighbours"), {"version": s.version} | self._users_param(batch.owners))
+            conn.exec_driver_sql(self._sql("insert_user_neighbours"), params)
         with self._engine.connect() as conn:
-            self._analyze_if_never(conn, table.name)
+            self._analyze_if_never(conn, "user_neighbours")
+
+    def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
+        rows = [(stamp.version, item, packed, stamp.created_at, stamp.expires_at, stamp.run_id)
+                for item, packed in zip(items.tolist(), lists, strict=True)]  # fmt: skip
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("upsert_item_neighbours"), rows)
+        with self._engine.connect() as conn:
+            self._analyze_if_never(conn, "item_neighbours")
 
     def _analyze_if_never(self, conn: Connection, table: str) -> None:
         """ANALYZE a table PostgreSQL has never analyzed: a new expiry-hour partition, a new store's tables.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,28 +28,12 @@ from solaris.store.base import (
     TableStats,
     TierBatchRead,
 )
-from solaris.store.codec import MICROS_PER_HOUR, from_micros, to_micros
+from solaris.store.codec import MICROS_PER_HOUR, encode_lists, from_micros, to_micros
 from solaris.store.combine import PairIndex, TierRows, assemble
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
 
 EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours")
-
-
-@dataclass(frozen=True)
-class NeighbourTable:
-    """A table of neighbour lists replaced whole, users' (the knn tier) or items' (the A2A tier): the
-    neighbour-list SQL files are written once for both, formatted with the table and its owner column."""
-
-    name: str
-    owner: str  # "user" or "item": the lists' key column is ``{owner}_id``
-
-    def format(self, sql: str) -> str:
-        return sql.format(table=self.name, owner_id=f"{self.owner}_id")
-
-
-USER_NEIGHBOURS = NeighbourTable("user_neighbours", "user")
-ITEM_NEIGHBOURS = NeighbourTable("item_neighbours", "item")
 
 
 def version_id(fm_version: str, ae_version: str, dim: int, dtype: str) -> str:
@@ -96,8 +79,7 @@ class SqlFeatureStore(FeatureStore):
         items apart and answer their cross product, of which the reader keeps the requested pairs."""
 
     @abstractmethod
-    def _ids_param(self, name: str, ids: np.ndarray) -> dict[str, Any]:
-        """A bind parameter ``name`` carrying a set of ids (JSON on SQLite, an array on PostgreSQL)."""
+    def _users_param(self, users: np.ndarray) -> dict[str, Any]: ...
 
     @abstractmethod
     def _read_tier_rows(self, conn: Any, params: dict[str, Any], timeout_s: float | None) -> TierRows:
@@ -145,8 +127,12 @@ class SqlFeatureStore(FeatureStore):
     def _write_aggregates(self, batch: validate.AggregateBatch) -> None: ...
 
     @abstractmethod
-    def _write_neighbours(self, table: NeighbourTable, batch: validate.NeighbourBatch) -> None:
-        """Replace the lists of ``batch.owners`` in ``table`` in one transaction (delete, then insert)."""
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
+        """Replace the users' lists of ``batch.owners`` in one transaction (delete, then insert)."""
+
+    @abstractmethod
+    def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
+        """Upsert each item's packed list (:func:`~solaris.store.codec.encode_lists`) in one transaction."""
 
     def write_pair_embeddings(
         self,
@@ -198,7 +184,7 @@ class SqlFeatureStore(FeatureStore):
         stamp = validate.stamp(run_id, ver, created_at, expires_at)
         batch = validate.neighbour_batch(stamp, user_ids, neighbour_ids, similarities, "user")
         if len(batch.owners):
-            self._write_neighbours(USER_NEIGHBOURS, batch)
+            self._write_neighbours(batch)
         return len(batch.owner_ids)
 
     def write_item_neighbours(
@@ -215,7 +201,12 @@ class SqlFeatureStore(FeatureStore):
         stamp = validate.stamp(run_id, ver, created_at, expires_at)
         batch = validate.neighbour_batch(stamp, item_ids, neighbour_ids, similarities, "item")
         if len(batch.owners):
-            self._write_neighbours(ITEM_NEIGHBOURS, batch)
+            listed = np.asarray(neighbour_ids, np.int64)
+            try:
+                lists = encode_lists(listed, np.where(listed >= 0, np.asarray(similarities, np.float64), 0.0))
+            except ValueError as error:
+                raise StoreError(f"item lists: {error}") from None
+            self._write_item_lists(stamp, batch.owners, lists)
         return len(batch.owners)
 
     # -- reads ------------------------------------------------------------------------------------------

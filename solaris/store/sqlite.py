@@ -18,7 +18,7 @@ from solaris.store import validate
 from solaris.store.base import StoreReadTimeout
 from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import SqliteStoreConfig
-from solaris.store.sql_store import EXPIRING_TABLES, NeighbourTable, SqlFeatureStore
+from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
 
 # SQLite calls the deadline check every this many VM steps: ~100 checks in a 2 ms read.
 PROGRESS_STEPS = 10_000
@@ -73,8 +73,8 @@ class SqliteFeatureStore(SqlFeatureStore):
         # Users and items apart, as flat arrays: SQLite reads JSON pairs slowly (->> per element).
         return {"users": json.dumps(index.users.tolist()), "items": json.dumps(index.items.tolist())}
 
-    def _ids_param(self, name: str, ids: np.ndarray) -> dict[str, Any]:
-        return {name: json.dumps(ids.tolist())}
+    def _users_param(self, users: np.ndarray) -> dict[str, Any]:
+        return {"users": json.dumps(users.tolist())}
 
     def _read_tier_rows(self, conn: sqlite3.Connection, params: dict[str, Any], timeout_s: float | None) -> TierRows:
         with _deadline(conn, timeout_s):
@@ -100,18 +100,25 @@ class SqliteFeatureStore(SqlFeatureStore):
             conn.exec_driver_sql(self._sql("upsert_user_aggregates"), list(rows))
             self._analyze_if_never(conn, "user_aggregates")
 
-    def _write_neighbours(self, table: NeighbourTable, batch: validate.NeighbourBatch) -> None:
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
         s = batch.stamp
         rows = list(zip(
             repeat(s.version), batch.owner_ids.tolist(), batch.neighbour_ids.tolist(),
             batch.similarities.tolist(), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
         ))
         with self._engine.begin() as conn:
-            old = {"version": s.version} | self._ids_param("owners", batch.owners)
-            conn.exec_driver_sql(table.format(self._sql("delete_neighbours")), old)
+            old = {"version": s.version} | self._users_param(batch.owners)
+            conn.exec_driver_sql(self._sql("delete_user_neighbours"), old)
             if rows:
-                conn.exec_driver_sql(table.format(self._sql("insert_neighbours")), rows)
-            self._analyze_if_never(conn, table.name)
+                conn.exec_driver_sql(self._sql("insert_user_neighbours"), rows)
+            self._analyze_if_never(conn, "user_neighbours")
+
+    def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
+        rows = zip(repeat(stamp.version), items.tolist(), lists, repeat(stamp.created_at), repeat(stamp.expires_at),
+                   repeat(stamp.run_id))  # fmt: skip
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("upsert_item_neighbours"), list(rows))
+            self._analyze_if_never(conn, "item_neighbours")
 
     def _analyze_if_never(self, conn: Any, table: str) -> None:
         """ANALYZE a table SQLite holds no statistics for, in the writing transaction. SQLite never analyzes

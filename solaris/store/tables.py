@@ -3,8 +3,7 @@
 The DDL files are what the store runs; this mirror is for tools that want typed table objects (the UI
 plugin, ad-hoc queries). ``tests/store/test_store_schema.py`` builds both in fresh databases and compares them,
 so neither can drift. The dialect differences: on PostgreSQL the pair table is partitioned by expiry hour,
-so its primary key must include ``expires_at``; on SQLite the item lists have an index by neighbour, which
-its A2A read is driven through (``read_tiers.sql``).
+so its primary key must include ``expires_at``.
 """
 
 from __future__ import annotations
@@ -72,18 +71,12 @@ def build_metadata(dialect: str) -> MetaData:
         md,
         Column("version_id", Text, primary_key=True),
         Column("item_id", BigInteger, primary_key=True, autoincrement=False),
-        Column("neighbour_id", BigInteger, primary_key=True, autoincrement=False),
-        Column("similarity", REAL, nullable=False),
+        Column("neighbours", LargeBinary, nullable=False),
         *_times(),
         Column("run_id", Text, nullable=False),
     )
     for table in (pairs, aggregates, neighbours, items):
         Index(f"{table.name}_expires_at", table.c.expires_at)
-    if dialect == "sqlite":
-        Index(
-            "item_neighbours_neighbour", items.c.version_id, items.c.neighbour_id, items.c.item_id,
-            items.c.similarity, items.c.created_at, items.c.expires_at,
-        )
     Table(
         "precompute_runs",
         md,

@@ -3,13 +3,12 @@ fresh item neighbours; and the item-list writes it reads."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 from store_helpers import DIM, HOUR, T0, count_rows, vecs
 
 from solaris.store import FeatureStore, StoreError
+from solaris.store.codec import decode_lists
 
 H = T0
 TOL = dict(rtol=1e-3, atol=1e-3)  # similarities are stored as float32, vectors as float16
@@ -110,7 +109,7 @@ def test_a_write_replaces_each_listed_items_list_whole(store: FeatureStore, vers
         "r", version, np.array([10, 11]), np.array([[21, -1], [-1, -1]]), np.ones((2, 2)), H, H + HOUR
     )
     assert written == 2  # item 11's empty list is written too: it has none
-    assert count_rows(store, "item_neighbours") == 1
+    assert count_rows(store, "item_neighbours") == 2  # one row per item, its list packed
     got = store.read_tiers(version, 1, np.array([10, 11]), H)
     assert got.a2a_mask.tolist() == [True, False]
     np.testing.assert_allclose(got.a2a[0], v[1], **TOL)
@@ -142,29 +141,10 @@ def test_bad_batches_are_refused_whole(store: FeatureStore, version: str, change
     with pytest.raises(StoreError, match=message):
         store.write_item_neighbours(**args)
     with store.engine.connect() as conn:  # type: ignore[attr-defined]
-        rows = conn.exec_driver_sql("SELECT item_id, neighbour_id FROM item_neighbours").all()
-    assert [tuple(r) for r in rows] == [(7, 30)]  # nothing written, the old list kept
-
-
-@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_item_list_writers_take_their_own_advisory_lock(store: FeatureStore, version: str) -> None:
-    """Item-list writers wait on each other (delete-then-insert must not interleave), not on user-list writers."""
-
-    def write_in_thread() -> threading.Thread:
-        thread = threading.Thread(target=put_list, args=(store, version, 10, [20], [0.5]))
-        thread.start()
-        return thread
-
-    for key, blocks in (("solaris.user_neighbours", False), ("solaris.item_neighbours", True)):
-        with store.engine.connect() as holder:  # type: ignore[attr-defined]
-            holder.exec_driver_sql(f"SELECT pg_advisory_xact_lock(hashtext('{key}'))")
-            writer = write_in_thread()
-            writer.join(timeout=1.0 if blocks else 30.0)
-            assert writer.is_alive() == blocks, key
-            holder.rollback()  # releases the lock
-        writer.join(timeout=30.0)
-        assert not writer.is_alive()
-    assert count_rows(store, "item_neighbours") == 1
+        rows = conn.exec_driver_sql("SELECT item_id, neighbours FROM item_neighbours").all()
+    [(item, packed)] = rows
+    _, ids, sims = decode_lists(bytes(packed), np.array([len(packed) // 8]))
+    assert (item, ids.tolist(), sims.tolist()) == (7, [30], [0.5])  # nothing written, the old list kept
 
 
 def test_init_schema_adds_the_item_lists_to_a_store_made_before_them(store: FeatureStore, version: str) -> None:

@@ -29,19 +29,19 @@ def test_expire_deletes_exactly_the_expired_rows_in_batches(store: FeatureStore,
     first = store.expire(T0 + HOUR, batch_size=2)
     # The T0+1h rows sit in the partition [T0+1h, T0+2h), not wholly expired at T0+1h: deleted row by row.
     assert first == {
-        "pair_embeddings": 5, "user_aggregates": 0, "user_neighbours": 0, "item_neighbours": 3,
+        "pair_embeddings": 5, "user_aggregates": 0, "user_neighbours": 0, "item_neighbours": 2,
         "pair_partitions_dropped": 0,
     }
     assert count_rows(store, "pair_embeddings") == 11
-    assert count_rows(store, "item_neighbours") == 2
+    assert count_rows(store, "item_neighbours") == 1  # one row per item list
     assert count_rows(store, "user_aggregates") == 3
     store.expire(T0 + 2 * HOUR, batch_size=3)
     assert count_rows(store, "pair_embeddings") == 4
     assert (count_rows(store, "user_aggregates"), count_rows(store, "user_neighbours")) == (0, 0)
-    assert count_rows(store, "item_neighbours") == 2
+    assert count_rows(store, "item_neighbours") == 1
     assert store.read_tiers(version, 200, np.array([200 % 3]), T0 + 2 * HOUR).pair_mask.tolist() == [True]
     assert store.expire(T0 + 2 * HOUR)["pair_embeddings"] == 0
-    assert store.expire(T0 + 2.5 * HOUR, batch_size=1)["item_neighbours"] == 2
+    assert store.expire(T0 + 2.5 * HOUR, batch_size=1)["item_neighbours"] == 1
     assert count_rows(store, "item_neighbours") == 0
 
 
@@ -59,7 +59,7 @@ def test_stats_count_rows_freshness_and_rows_expiring_within_the_hour(store: Fea
     assert pairs.oldest_created_at == pairs.newest_created_at == T0
     assert (stats["user_aggregates"].rows, stats["user_neighbours"].rows) == (3, 3)
     items = stats["item_neighbours"]
-    assert (items.rows, items.fresh, items.expiring_within_hour) == (5, 2, 2)
+    assert (items.rows, items.fresh, items.expiring_within_hour) == (3, 1, 1)
     empty = store.stats("fm0-ae0-d1", T0)["pair_embeddings"]
     assert (empty.rows, empty.fresh_share, empty.oldest_created_at) == (0, 0.0, None)
 

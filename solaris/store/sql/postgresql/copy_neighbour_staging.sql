@@ -1,1 +1,1 @@
-COPY neighbour_staging (owner_id, neighbour_id, similarity) FROM STDIN (FORMAT BINARY)
+COPY neighbour_staging (user_id, neighbour_id, similarity) FROM STDIN (FORMAT BINARY)

@@ -1,1 +1,1 @@
-CREATE TEMP TABLE neighbour_staging (owner_id BIGINT, neighbour_id BIGINT, similarity REAL) ON COMMIT DROP
+CREATE TEMP TABLE neighbour_staging (user_id BIGINT, neighbour_id BIGINT, similarity REAL) ON COMMIT DROP

@@ -51,15 +51,17 @@ CREATE TABLE IF NOT EXISTS user_neighbours (
 );
 CREATE INDEX IF NOT EXISTS user_neighbours_expires_at ON user_neighbours (expires_at);
 
+-- The A2A tier's item lists, one row per item: its similar items as little-endian int32 ids, then their
+-- float32 similarities (k of each, padded with id -1). A read fetches the requested items' rows by key and
+-- matches them to the user's pairs in numpy: one row per item, not k.
 CREATE TABLE IF NOT EXISTS item_neighbours (
     version_id TEXT NOT NULL,
     item_id BIGINT NOT NULL,
-    neighbour_id BIGINT NOT NULL,
-    similarity REAL NOT NULL,
+    neighbours BYTEA NOT NULL,
     created_at BIGINT NOT NULL,
     expires_at BIGINT NOT NULL,
     run_id TEXT NOT NULL,
-    PRIMARY KEY (version_id, item_id, neighbour_id)
+    PRIMARY KEY (version_id, item_id)
 );
 CREATE INDEX IF NOT EXISTS item_neighbours_expires_at ON item_neighbours (expires_at);
 

@@ -47,21 +47,19 @@ CREATE TABLE IF NOT EXISTS user_neighbours (
 );
 CREATE INDEX IF NOT EXISTS user_neighbours_expires_at ON user_neighbours (expires_at);
 
+-- The A2A tier's item lists, one row per item: its similar items as little-endian int32 ids, then their
+-- float32 similarities (k of each, padded with id -1). A read fetches the requested items' rows by key and
+-- matches them to the user's pairs in numpy: one row per item, not k.
 CREATE TABLE IF NOT EXISTS item_neighbours (
     version_id TEXT NOT NULL,
     item_id BIGINT NOT NULL,
-    neighbour_id BIGINT NOT NULL,
-    similarity REAL NOT NULL,
+    neighbours BLOB NOT NULL,
     created_at BIGINT NOT NULL,
     expires_at BIGINT NOT NULL,
     run_id TEXT NOT NULL,
-    PRIMARY KEY (version_id, item_id, neighbour_id)
+    PRIMARY KEY (version_id, item_id)
 );
 CREATE INDEX IF NOT EXISTS item_neighbours_expires_at ON item_neighbours (expires_at);
--- The A2A tier finds the lists that name one of the user's items (read_tiers.sql); covering, so that the
--- ~20 entries read per item of the user are tested without fetching their rows.
-CREATE INDEX IF NOT EXISTS item_neighbours_neighbour
-    ON item_neighbours (version_id, neighbour_id, item_id, similarity, created_at, expires_at);
 
 CREATE TABLE IF NOT EXISTS precompute_runs (
     run_id TEXT NOT NULL PRIMARY KEY,
