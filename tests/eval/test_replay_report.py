@@ -120,6 +120,7 @@ def make_report(seed: int = 0) -> ReplayReport:
         tier_contributions=[
             TierContribution("pair", "VM base", "SOLARIS pair", 0.02 + jitter, [0.01, 0.03 + jitter], 0.43),
             TierContribution("a2a", "SOLARIS pair", "SOLARIS +a2a", 0.001, [-0.002, 0.004], 0.27),
+            TierContribution("agg", "SOLARIS +a2a", "SOLARIS +agg", -0.01, [-0.015, -0.005], 0.16),
         ],
     )
 
@@ -162,6 +163,7 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "43.0%" in pair and "+0.0200" in pair and "[+0.0100, +0.0300]" in pair and " yes " in pair
     assert "27.0%" in a2a and "[-0.0020, +0.0040]" in a2a and "nothing measurable" in a2a
     assert "SOLARIS +a2a vs SOLARIS pair" in a2a
+    assert "a loss" in _line(text, "+ user aggregate ")  # an interval below 0 is not something a tier adds
     assert text.rstrip().endswith("Invariants: all hold")
 
 

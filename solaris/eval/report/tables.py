@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from solaris.eval.figures import CUMULATIVE_TIERS, ModelScore, ReplayReport, SweepPoint
+from solaris.eval.figures import CUMULATIVE_TIERS, ModelScore, ReplayReport, SweepPoint, TierContribution
 from solaris.eval.report.invariants import check_invariants, no_transfer_reason, span_means
 from solaris.eval.protocol import ALL_TIERS
 
@@ -62,13 +62,19 @@ def _tiers(report: ReplayReport) -> Section:
     rows = [
         (
             TIER_LABELS[c.tier], pct(c.coverage_marginal), num(c.ne_gain, "+.4f"),
-            interval(c.ne_gain_ci95, lambda x: num(x, "+.4f")), "yes" if c.measurable else "nothing measurable",
+            interval(c.ne_gain_ci95, lambda x: num(x, "+.4f")), _adds(c),
             f"{c.with_tier} vs {c.without}",
         )
         for c in report.tier_contributions
     ]  # fmt: skip
     header = ("tier", "fed first", "NE gain", "95% CI", "adds", "models")
     return Section("Tiers in feeding order, evaluation span", header, rows)
+
+
+def _adds(c: TierContribution) -> str:
+    if not c.measurable:
+        return "nothing measurable"
+    return "yes" if c.ne_gain > 0 else "a loss"
 
 
 def _per_hour(report: ReplayReport) -> Section:
