@@ -42,10 +42,14 @@ def _tier_ladder() -> tuple[Variant, ...]:
 
 
 TIER_LADDER = _tier_ladder()
+# The ladder adds A2A before the aggregate; this ablation drops it from the full set, so the report also
+# shows what A2A adds once every other tier is there (labelled an ablation: never the headline).
+WITHOUT_A2A = Variant("SOLARIS all but a2a (ablation)", "solaris", tuple(t for t in TIERS if t != "a2a"), False)
 VARIANTS = (
     Variant("VM base", "base", (), False),
     Variant("VM distilled", "distilled", (), True),
     *TIER_LADDER,
+    WITHOUT_A2A,
     Variant("SOLARIS all+distill", "solaris_distilled", TIERS, True),
 )
 # (tier, the variant without it, the variant with it): the base VM stands for "no tier" before the first.
