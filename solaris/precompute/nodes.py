@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +43,9 @@ from solaris.precompute.staging import Staging, StepStaging
 from solaris.store import FeatureStore, open_configured_store
 
 Meta = dict[str, Any]
+
+if TYPE_CHECKING:  # torch: imported only by the steps that run the FM
+    from solaris.models.fm import FoundationModel
 
 
 class NothingToPrecompute(Exception):
@@ -252,23 +255,29 @@ def aggregates(run: HourRun, settings: Settings) -> Meta:
     return meta
 
 
+def pinned_fm(run: HourRun, settings: Settings) -> FoundationModel:
+    """The run's pinned FM from the registry (its user and item vectors feed the KNN and A2A steps)."""
+    from solaris.models.fm import FoundationModel
+    from solaris.tracking import registry
+
+    registry.connect(settings)
+    fm = registry.load_fm(run.fm_version)
+    if not isinstance(fm, FoundationModel):
+        raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
+    return fm
+
+
 def user_vectors(run: HourRun, settings: Settings) -> Meta:
     """The FM's user vector of every user the KNN covers (:mod:`.knn_users`): the active users, and the users
     with a pair code fresh during the hour (``pooled``: the only possible neighbours)."""
-    from solaris.models.fm import FoundationModel
     from solaris.models.fm import user_vectors as fm_user_vectors
-    from solaris.tracking import registry
 
     with timed({}) as meta:
         start = run.interval_start
         pooled = knn_users.with_fresh_codes(code_log(settings, run), start, run.params.ttl_hours)
         active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
         ids = np.union1d(active, pooled)
-        registry.connect(settings)
-        fm = registry.load_fm(run.fm_version)
-        if not isinstance(fm, FoundationModel):
-            raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
-        vectors = fm_user_vectors(fm, ids)
+        vectors = fm_user_vectors(pinned_fm(run, settings), ids)
         table = pa.table(
             {
                 "user_id": pa.array(ids, pa.int64()),
@@ -316,18 +325,13 @@ def item_neighbours(run: HourRun, settings: Settings) -> Meta:
     """The hour's item neighbour table, the A2A tier's (:mod:`.similar_items`): each catalogue item's ``a2a_k``
     most similar items among those with a fresh pair code, by the FM's item vector, every row rewritten
     each hour and fresh as long as the pair codes it points to."""
-    from solaris.models.fm import FoundationModel, item_vectors
-    from solaris.tracking import registry
+    from solaris.models.fm import item_vectors
 
     with timed({}) as meta, open_configured_store(settings) as store:
         start, p = run.interval_start, run.params
         pool = similar_items.with_fresh_codes(code_log(settings, run), start, p.ttl_hours)
         ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
-        registry.connect(settings)
-        fm = registry.load_fm(run.fm_version)
-        if not isinstance(fm, FoundationModel):
-            raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
-        built = build_neighbours(ids, item_vectors(fm, ids), p.a2a_k, pool=pool)
+        built = build_neighbours(ids, item_vectors(pinned_fm(run, settings), ids), p.a2a_k, pool=pool)
         meta["item_neighbours_written"] = store.write_item_neighbours(
             run.run_key, run.embedding_version, built.user_ids, built.neighbour_ids, built.similarities,
             start, run.expires_at,
