@@ -24,7 +24,7 @@ from solaris.eval.figures import HourFigures
 from solaris.models.features import pair_key, segment_searchsorted, ts_micros
 from solaris.precompute import quality
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.nodes import code_log_of
+from solaris.precompute.run_files import code_log_of
 from solaris.precompute.run import run_hour
 from solaris.serving import Ranker, Served
 from solaris.enrichment.tiers import PAIR, cumulative_coverage, marginal_coverage

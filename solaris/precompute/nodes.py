@@ -14,38 +14,29 @@ staged tables, all of which a rerun reproduces.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.config import Settings
-from solaris.data.eventlog import EventLog
 from solaris.enrichment.aggregates import user_aggregates
-from solaris.enrichment.knn import NeighbourTable, build_neighbours
-from solaris.precompute import knn_state, knn_users, quality, similar_items
+from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
-from solaris.precompute.codelog import CodeLog
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, USER_VECTORS
+from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
-from solaris.precompute.staging import Staging, StepStaging
+from solaris.precompute.run_files import Meta, code_log, event_log, staging, step_staging, timed
+# The KNN and A2A steps live in their own module; the DAG and run_hour find every step here, by name.
+from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors  # noqa: F401  (steps)
 from solaris.store import FeatureStore, open_configured_store
-
-Meta = dict[str, Any]
-
-if TYPE_CHECKING:  # torch: imported only by the steps that run the FM
-    from solaris.models.fm import FoundationModel
 
 
 class NothingToPrecompute(Exception):
@@ -54,42 +45,6 @@ class NothingToPrecompute(Exception):
     Not a failure, and not a success with every count 0: the caller closes the run record as skipped
     (:func:`skip`) and reports the reason, this exception's message.
     """
-
-
-# -- where a run keeps its files ------------------------------------------------------------------------
-
-
-def staging(settings: Settings, run: HourRun) -> Staging:
-    return Staging(settings.data_dir / "staging", run.run_key)
-
-
-def step_staging(settings: Settings, run: HourRun, step: str) -> StepStaging:
-    """The staged tables ``step`` declares in :data:`~.pipeline.PRECOMPUTE`, and no others."""
-    return StepStaging(staging(settings, run), PRECOMPUTE.step(step))
-
-
-def code_log(settings: Settings, run: HourRun) -> CodeLog:
-    return code_log_of(settings, run.embedding_version, run.code_dim)
-
-
-def code_log_of(settings: Settings, version: str, code_dim: int) -> CodeLog:
-    return CodeLog(settings.data_dir / "precompute" / "codes", version, code_dim)
-
-
-def knn_state_dir(settings: Settings, run: HourRun) -> Path:
-    return knn_state.state_dir(settings.data_dir / "precompute" / "knn", run.embedding_version)
-
-
-def event_log(settings: Settings) -> EventLog:
-    return EventLog(settings.world_dir())
-
-
-@contextmanager
-def timed(meta: Meta) -> Iterator[Meta]:
-    """Adds the wall seconds of the block to ``meta`` (a duration for the report, never an input)."""
-    t0 = time.perf_counter()
-    yield meta
-    meta["seconds"] = round(time.perf_counter() - t0, 4)
 
 
 def earlier_fresh(store: FeatureStore, version: str, own_user_ids: np.ndarray, own_item_ids: np.ndarray) -> FreshMask:
@@ -253,102 +208,6 @@ def aggregates(run: HourRun, settings: Settings) -> Meta:
             run.run_key, run.embedding_version, ids, means, counts, window, start, run.expires_at
         )
     return meta
-
-
-def pinned_fm(run: HourRun, settings: Settings) -> FoundationModel:
-    """The run's pinned FM from the registry (its user and item vectors feed the KNN and A2A steps)."""
-    from solaris.models.fm import FoundationModel
-    from solaris.tracking import registry
-
-    registry.connect(settings)
-    fm = registry.load_fm(run.fm_version)
-    if not isinstance(fm, FoundationModel):
-        raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
-    return fm
-
-
-def user_vectors(run: HourRun, settings: Settings) -> Meta:
-    """The FM's user vector of every user the KNN covers (:mod:`.knn_users`): the active users, and the users
-    with a pair code fresh during the hour (``pooled``: the only possible neighbours)."""
-    from solaris.models.fm import user_vectors as fm_user_vectors
-
-    with timed({}) as meta:
-        start = run.interval_start
-        pooled = knn_users.with_fresh_codes(code_log(settings, run), start, run.params.ttl_hours)
-        active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
-        ids = np.union1d(active, pooled)
-        vectors = fm_user_vectors(pinned_fm(run, settings), ids)
-        table = pa.table(
-            {
-                "user_id": pa.array(ids, pa.int64()),
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
-                "pooled": pa.array(np.isin(ids, pooled)),
-            }
-        )
-        meta["rows"] = step_staging(settings, run, "user_vectors").write(USER_VECTORS, table)["rows"]
-        meta |= {"knn_users": len(ids), "knn_pool": len(pooled)}
-    return meta
-
-
-def neighbours(run: HourRun, settings: Settings) -> Meta:
-    """The hour's user KNN table: each covered user's ``knn_k`` nearest pooled users, one index per embedding
-    version per hour (the pool changes every hour). Only rows that differ from the last run's go to the store,
-    all of them every ``knn_rebuild_hours``, so a row lives that long."""
-    with timed({}) as meta, open_configured_store(settings) as store:
-        table = step_staging(settings, run, "neighbours").read(USER_VECTORS)
-        ids = table["user_id"].to_numpy()
-        dim = table.schema.field("vector").type.list_size
-        vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), dim)
-        pool = ids[table["pooled"].to_numpy(zero_copy_only=False)]
-        p, start = run.params, run.interval_start
-        built = build_neighbours(ids, vectors, p.knn_k, pool=pool)
-        folder = knn_state_dir(settings, run)
-        previous = knn_state.load_before(folder, start)
-        full = previous is None or previous.table.k != p.knn_k or (
-            start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours)
-        )
-        rows, built_at = built.user_ids, start
-        if not full:
-            rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
-        part = built.rows(rows)
-        meta["neighbours_written"] = store.write_user_neighbours(
-            run.run_key, run.embedding_version, part.user_ids, part.neighbour_ids, part.similarities,
-            start, start + timedelta(hours=p.knn_rebuild_hours),
-        )  # fmt: skip
-        knn_state.save(folder, start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
-        knn_state.prune(folder, start - timedelta(hours=1))
-        meta |= {"knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
-    return meta
-
-
-def item_neighbours(run: HourRun, settings: Settings) -> Meta:
-    """The hour's item neighbour table, the A2A tier's (:mod:`.similar_items`): each catalogue item's ``a2a_k``
-    most similar items among those with a fresh pair code, by the FM's item vector, every row rewritten
-    each hour and fresh as long as the pair codes it points to."""
-    from solaris.models.fm import item_vectors
-
-    with timed({}) as meta, open_configured_store(settings) as store:
-        start, p = run.interval_start, run.params
-        pool = similar_items.with_fresh_codes(code_log(settings, run), start, p.ttl_hours)
-        ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
-        built = build_neighbours(ids, item_vectors(pinned_fm(run, settings), ids), p.a2a_k, pool=pool)
-        meta["item_neighbours_written"] = store.write_item_neighbours(
-            run.run_key, run.embedding_version, built.user_ids, built.neighbour_ids, built.similarities,
-            start, run.expires_at,
-        )  # fmt: skip
-        meta["a2a_pool"] = len(pool)
-    return meta
-
-
-def _rewritten_rows(previous: NeighbourTable, built: NeighbourTable) -> np.ndarray:
-    """Users whose row is new or differs from last run's: only those go to the store."""
-    if not len(previous.user_ids):
-        return built.user_ids
-    pos = np.searchsorted(previous.user_ids, built.user_ids).clip(max=len(previous.user_ids) - 1)
-    same = previous.user_ids[pos] == built.user_ids
-    same &= (previous.neighbour_ids[pos] == built.neighbour_ids).all(axis=1)
-    same &= (previous.similarities[pos] == built.similarities).all(axis=1)
-    return built.user_ids[~same]
 
 
 def expire(run: HourRun, settings: Settings) -> Meta:

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.precompute import nodes
+from solaris.precompute import nodes, run_files
 from solaris.precompute.run import run_hour
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
@@ -80,13 +80,13 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
     run = nodes.hour_run(nodes.resolve(settings, start + timedelta(hours=1), params, fixed_clock()))
     nodes.candidates(run, settings)
     nodes.select(run, settings)
-    pool = nodes.step_staging(settings, run, "select").read(POOL).to_pandas()
+    pool = run_files.step_staging(settings, run, "select").read(POOL).to_pandas()
     vm = registry.load_vm(run.vm_version)
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
     rows = np.zeros((len(users), len(vm.config.columns())), np.float32)  # every tier's code and flag 0: absent
     rows[:, :4] = np.column_stack([users, items, np.full(len(users), run.interval_start.hour), np.zeros(len(users))])
     expected = select_top_fraction(pool.assign(score=score(vm, rows)), 0.3, run.params.per_user_cap)
-    staged = nodes.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
+    staged = run_files.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
     assert expected["forced"].any() and len(expected) < len(pool)
     np.testing.assert_array_equal(staged[["user_id", "item_id"]].to_numpy(), expected[["user_id", "item_id"]].to_numpy())
     np.testing.assert_allclose(staged["score"], expected["score"], rtol=1e-6)

@@ -11,7 +11,7 @@ import pytest
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import available_hours
-from solaris.precompute import nodes
+from solaris.precompute import nodes, run_files
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run import run_hour
@@ -68,10 +68,10 @@ def test_the_expire_step_prunes_the_code_log_past_its_retention(tmp_path: Path) 
     with open_store(settings.store_url, init=True):
         pass
     run = _run(PrecomputeParams(code_log_retention_hours=30))
-    log = nodes.code_log(settings, run)
+    log = run_files.code_log(settings, run)
     for i in range(40):
         _write(log, T - i * H)
-    other = nodes.code_log_of(settings, "fm9-ae9-d4", DIM)  # another embedding version's log is left alone
+    other = run_files.code_log_of(settings, "fm9-ae9-d4", DIM)  # another embedding version's log is left alone
     _write(other, T - 39 * H)
 
     meta = nodes.expire(run, settings)

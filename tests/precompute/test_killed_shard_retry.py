@@ -22,7 +22,7 @@ import pytest
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.embedding_version import parse_embedding_version
-from solaris.precompute import nodes
+from solaris.precompute import run_files
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.precompute.staging import Staging
@@ -48,14 +48,14 @@ CHILD = textwrap.dedent(
     from datetime import UTC, datetime
 
     from solaris.config import Settings
-    from solaris.precompute import embedding, nodes
+    from solaris.precompute import embedding, nodes, run_files
     from solaris.precompute.run import run_hour
 
     original = nodes.embed_shard
 
     def embed_then_die(run, settings, shard):
         if shard == 1:
-            staged = nodes.staging(settings, run).path / "codes-0.parquet"
+            staged = run_files.staging(settings, run).path / "codes-0.parquet"
             if not staged.exists():
                 sys.exit(f"shard 0 staged no codes at {staged}")
 
@@ -141,7 +141,7 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
     with open_store(chaos.store_url) as store:
         served = store.read_tiers_batch(version, users, items, hour)
     assert not served.pair_mask.any()
-    assert len(nodes.code_log_of(chaos, version, code_dim).read(hour, hour + timedelta(hours=1)).user_ids) == 0
+    assert len(run_files.code_log_of(chaos, version, code_dim).read(hour, hour + timedelta(hours=1)).user_ids) == 0
 
     retried = run_hour(chaos, hour, PARAMS, clock=_fixed_clock)
 
@@ -152,6 +152,6 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
     assert record is not None and record.status == "succeeded" and record.counts == expected["counts"]
     assert not staged.exists() and not any((chaos.data_dir / "staging").iterdir())
     # The code log (the aggregates' source, outside the store) is the clean run's too.
-    logged = [nodes.code_log_of(s, version, code_dim).read(hour, hour + timedelta(hours=1)) for s in (clean, chaos)]
+    logged = [run_files.code_log_of(s, version, code_dim).read(hour, hour + timedelta(hours=1)) for s in (clean, chaos)]
     for field in ("user_ids", "item_ids", "scores", "codes"):
         np.testing.assert_array_equal(getattr(logged[1], field), getattr(logged[0], field))

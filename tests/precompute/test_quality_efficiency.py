@@ -12,7 +12,7 @@ import pytest
 
 from solaris.config import Settings
 from solaris.data.hourly import available_hours
-from solaris.precompute import nodes, quality
+from solaris.precompute import nodes, quality, run_files
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.scorelog import ScoreLog
@@ -121,7 +121,7 @@ def test_the_expire_step_prunes_the_score_log_beside_the_code_log(tmp_path: Path
     with open_store(settings.store_url, init=True):
         pass
     run = HourRun(run_key(W), W, W + H, "3", "2", "7", "fm3-ae2-d4", 4, PrecomputeParams(code_log_retention_hours=30))
-    scores_log = nodes.code_log(settings, run).score_log
+    scores_log = run_files.code_log(settings, run).score_log
     assert scores_log.path == settings.data_dir / "precompute" / "scores" / "fm3-ae2-d4"
     one = pd.DataFrame({"user_id": [1], "item_id": [10], "score": [1.0]})
     for i in range(35):

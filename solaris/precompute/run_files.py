@@ -1,0 +1,47 @@
+"""Where an hourly run keeps its files: its staging folder, the code log, the event log; and the timing
+every node reports. Shared by the nodes of :mod:`.nodes` and :mod:`.similarity_nodes`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from solaris.config import Settings
+from solaris.data.eventlog import EventLog
+from solaris.precompute.codelog import CodeLog
+from solaris.precompute.pipeline import PRECOMPUTE
+from solaris.precompute.spec import HourRun
+from solaris.precompute.staging import Staging, StepStaging
+
+Meta = dict[str, Any]
+
+
+def staging(settings: Settings, run: HourRun) -> Staging:
+    return Staging(settings.data_dir / "staging", run.run_key)
+
+
+def step_staging(settings: Settings, run: HourRun, step: str) -> StepStaging:
+    """The staged tables ``step`` declares in :data:`~.pipeline.PRECOMPUTE`, and no others."""
+    return StepStaging(staging(settings, run), PRECOMPUTE.step(step))
+
+
+def code_log(settings: Settings, run: HourRun) -> CodeLog:
+    return code_log_of(settings, run.embedding_version, run.code_dim)
+
+
+def code_log_of(settings: Settings, version: str, code_dim: int) -> CodeLog:
+    return CodeLog(settings.data_dir / "precompute" / "codes", version, code_dim)
+
+
+def event_log(settings: Settings) -> EventLog:
+    return EventLog(settings.world_dir())
+
+
+@contextmanager
+def timed(meta: Meta) -> Iterator[Meta]:
+    """Adds the wall seconds of the block to ``meta`` (a duration for the report, never an input)."""
+    t0 = time.perf_counter()
+    yield meta
+    meta["seconds"] = round(time.perf_counter() - t0, 4)

@@ -1,0 +1,124 @@
+"""The steps that find similar users and similar items, for the neighbour and A2A tiers: the FM's vectors,
+faiss neighbours, and the store's neighbour tables. The KNN step starts from the state saved before the
+hour (:mod:`.knn_state`), so a rerun writes what its first attempt wrote."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from solaris.config import Settings
+from solaris.enrichment.knn import NeighbourTable, build_neighbours
+from solaris.precompute import knn_state, knn_users, similar_items
+from solaris.precompute.pipeline import USER_VECTORS
+from solaris.precompute.run_files import Meta, code_log, event_log, step_staging, timed
+from solaris.precompute.spec import HourRun
+from solaris.store import open_configured_store
+
+if TYPE_CHECKING:  # torch: imported only by the steps that run the FM
+    from solaris.models.fm import FoundationModel
+
+
+def knn_state_dir(settings: Settings, run: HourRun) -> Path:
+    return knn_state.state_dir(settings.data_dir / "precompute" / "knn", run.embedding_version)
+
+
+def pinned_fm(run: HourRun, settings: Settings) -> FoundationModel:
+    """The run's pinned FM from the registry (its user and item vectors feed the KNN and A2A steps)."""
+    from solaris.models.fm import FoundationModel
+    from solaris.tracking import registry
+
+    registry.connect(settings)
+    fm = registry.load_fm(run.fm_version)
+    if not isinstance(fm, FoundationModel):
+        raise ValueError(f"FM {run.fm_version} is not a SOLARIS foundation model")
+    return fm
+
+
+def user_vectors(run: HourRun, settings: Settings) -> Meta:
+    """The FM's user vector of every user the KNN covers (:mod:`.knn_users`): the active users, and the users
+    with a pair code fresh during the hour (``pooled``: the only possible neighbours)."""
+    from solaris.models.fm import user_vectors as fm_user_vectors
+
+    with timed({}) as meta:
+        start = run.interval_start
+        pooled = knn_users.with_fresh_codes(code_log(settings, run), start, run.params.ttl_hours)
+        active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
+        ids = np.union1d(active, pooled)
+        vectors = fm_user_vectors(pinned_fm(run, settings), ids)
+        table = pa.table(
+            {
+                "user_id": pa.array(ids, pa.int64()),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
+                "pooled": pa.array(np.isin(ids, pooled)),
+            }
+        )
+        meta["rows"] = step_staging(settings, run, "user_vectors").write(USER_VECTORS, table)["rows"]
+        meta |= {"knn_users": len(ids), "knn_pool": len(pooled)}
+    return meta
+
+
+def neighbours(run: HourRun, settings: Settings) -> Meta:
+    """The hour's user KNN table: each covered user's ``knn_k`` nearest pooled users, one index per embedding
+    version per hour (the pool changes every hour). Only rows that differ from the last run's go to the store,
+    all of them every ``knn_rebuild_hours``, so a row lives that long."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        table = step_staging(settings, run, "neighbours").read(USER_VECTORS)
+        ids = table["user_id"].to_numpy()
+        dim = table.schema.field("vector").type.list_size
+        vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), dim)
+        pool = ids[table["pooled"].to_numpy(zero_copy_only=False)]
+        p, start = run.params, run.interval_start
+        built = build_neighbours(ids, vectors, p.knn_k, pool=pool)
+        folder = knn_state_dir(settings, run)
+        previous = knn_state.load_before(folder, start)
+        full = previous is None or previous.table.k != p.knn_k or (
+            start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours)
+        )
+        rows, built_at = built.user_ids, start
+        if not full:
+            rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
+        part = built.rows(rows)
+        meta["neighbours_written"] = store.write_user_neighbours(
+            run.run_key, run.embedding_version, part.user_ids, part.neighbour_ids, part.similarities,
+            start, start + timedelta(hours=p.knn_rebuild_hours),
+        )  # fmt: skip
+        knn_state.save(folder, start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
+        knn_state.prune(folder, start - timedelta(hours=1))
+        meta |= {"knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
+    return meta
+
+
+def item_neighbours(run: HourRun, settings: Settings) -> Meta:
+    """The hour's item neighbour table, the A2A tier's (:mod:`.similar_items`): each catalogue item's ``a2a_k``
+    most similar items among those with a fresh pair code, by the FM's item vector, every row rewritten
+    each hour and fresh as long as the pair codes it points to."""
+    from solaris.models.fm import item_vectors
+
+    with timed({}) as meta, open_configured_store(settings) as store:
+        start, p = run.interval_start, run.params
+        pool = similar_items.with_fresh_codes(code_log(settings, run), start, p.ttl_hours)
+        ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
+        built = build_neighbours(ids, item_vectors(pinned_fm(run, settings), ids), p.a2a_k, pool=pool)
+        meta["item_neighbours_written"] = store.write_item_neighbours(
+            run.run_key, run.embedding_version, built.user_ids, built.neighbour_ids, built.similarities,
+            start, run.expires_at,
+        )  # fmt: skip
+        meta["a2a_pool"] = len(pool)
+    return meta
+
+
+def _rewritten_rows(previous: NeighbourTable, built: NeighbourTable) -> np.ndarray:
+    """Users whose row is new or differs from last run's: only those go to the store."""
+    if not len(previous.user_ids):
+        return built.user_ids
+    pos = np.searchsorted(previous.user_ids, built.user_ids).clip(max=len(previous.user_ids) - 1)
+    same = previous.user_ids[pos] == built.user_ids
+    same &= (previous.neighbour_ids[pos] == built.neighbour_ids).all(axis=1)
+    same &= (previous.similarities[pos] == built.similarities).all(axis=1)
+    return built.user_ids[~same]
