@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from solaris.config import Settings
+from solaris.store import FeatureStore
 
 WORLD = "tiny"
 
@@ -44,3 +45,9 @@ def backend_settings(request: pytest.FixtureRequest, trained: Settings, home: Pa
         schema = f"{schema_prefix}_{home.name.lower().replace('-', '_')[-40:]}"
         url = request.getfixturevalue("pg_url") + f"?schema={schema}"
     return precompute_settings(trained, home, url)
+
+
+def store_rows(store: FeatureStore, sql: str) -> list[tuple]:
+    """The rows of a raw query on the store's database (a test reads tables the interface does not list)."""
+    with store.engine.connect() as conn:  # type: ignore[attr-defined]
+        return [tuple(row) for row in conn.exec_driver_sql(sql)]

@@ -61,15 +61,13 @@ def encode_lists(neighbour_ids: np.ndarray, similarities: np.ndarray) -> list[by
     return [row.tobytes() for row in packed]
 
 
-def decode_lists(data: bytes, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lists stored back to back, list r holding ``slots[r]`` entries: per entry, its list, id and similarity."""
+def decode_lists(data: bytes, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lists stored back to back, list r holding ``slots[r]`` entries: each entry's id and similarity, in
+    list order. Entry e of a list starting at entry s sits at word e + s (the s ids and s similarities of
+    the lists before it), its similarity ``slots`` words later."""
     slots = np.asarray(slots, np.int64)
     words = np.frombuffer(data, dtype="<i4")
     if len(words) != 2 * slots.sum():
         raise ValueError(f"{len(data)} bytes do not hold lists of {slots.tolist()} entries")
-    of_entry = np.repeat(np.arange(len(slots)), slots)
-    first = np.repeat(2 * (np.cumsum(slots) - slots), slots)  # each list's first word
-    slot = np.arange(len(of_entry)) - np.repeat(np.cumsum(slots) - slots, slots)
-    ids = words[first + slot].astype(np.int64)
-    sims = words[first + np.repeat(slots, slots) + slot].view("<f4").astype(np.float64)
-    return of_entry, ids, sims
+    at = np.arange(slots.sum()) + np.repeat(np.cumsum(slots) - slots, slots)
+    return words[at].astype(np.int64), words[at + np.repeat(slots, slots)].view("<f4").astype(np.float64)

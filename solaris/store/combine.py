@@ -150,8 +150,7 @@ class ItemLists:
 
     @classmethod
     def decode(cls, items: np.ndarray, slots: np.ndarray, data: bytes) -> ItemLists:
-        _, ids, sims = decode_lists(data, slots)
-        return cls(items, np.asarray(slots, np.int64), ids, sims)
+        return cls(items, np.asarray(slots, np.int64), *decode_lists(data, slots))
 
     @property
     def starts(self) -> np.ndarray:

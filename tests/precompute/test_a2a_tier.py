@@ -5,55 +5,44 @@ similar items, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.run import run_hour
-from solaris.store import FeatureStore, open_store
+from solaris.store import open_store
 from solaris.store.codec import decode_lists
-from solaris.training.jobs import TrainReport, World
 
-from precompute_env import backend_settings
+from precompute_env import store_rows
 
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu", "a2a_k": 5}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def a2a_settings(
-    request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
-) -> Settings:
-    return backend_settings(request, trained[0], tmp_path, "a2a")
 
 
-def _rows(store: FeatureStore, sql: str) -> list[tuple]:
-    with store.engine.connect() as conn:  # type: ignore[attr-defined]
-        return [tuple(row) for row in conn.exec_driver_sql(sql)]
-
-
-def test_a_user_is_served_its_codes_for_similar_items(a2a_settings: Settings) -> None:
-    log = EventLog(a2a_settings.world_dir())
+def test_a_user_is_served_its_codes_for_similar_items(run_settings: Settings) -> None:
+    log = EventLog(run_settings.world_dir())
     assert log.start + timedelta(hours=30) == HOUR
-    done = run_hour(a2a_settings, HOUR, PARAMS, clock=lambda: HOUR)
+    done = run_hour(run_settings, HOUR, PARAMS, clock=lambda: HOUR)
     t = HOUR + timedelta(minutes=30)
-    with open_store(a2a_settings.store_url) as store:
+    with open_store(run_settings.store_url) as store:
         record = store.get_run(done["run_key"])
         assert record is not None and record.status == "succeeded"
-        listed = _rows(store, "SELECT item_id, neighbours FROM item_neighbours")
-        pairs = _rows(store, "SELECT user_id, item_id FROM pair_embeddings")
+        listed = store_rows(store, "SELECT item_id, neighbours FROM item_neighbours")
+        pairs = store_rows(store, "SELECT user_id, item_id FROM pair_embeddings")
         users = np.unique([u for u, _ in pairs])[:40]
         items = np.arange(log.items().num_rows, dtype=np.int64)
         read = store.read_tiers_batch(
             record.embedding_version, np.repeat(users, len(items)), np.tile(items, len(users)), t
         )
 
-    of_entry, neighbour_ids, sims = decode_lists(b"".join(bytes(b) for _, b in listed), [len(b) // 8 for _, b in listed])
-    assert {len(b) // 8 for _, b in listed} == {PARAMS["a2a_k"]}
-    links = [(listed[r][0], j, s) for r, j, s in zip(of_entry, neighbour_ids, sims, strict=True) if j >= 0]
+    slots = [len(b) // 8 for _, b in listed]
+    neighbour_ids, sims = decode_lists(b"".join(bytes(b) for _, b in listed), slots)
+    assert set(slots) == {PARAMS["a2a_k"]}
+    of_entry = np.repeat([item for item, _ in listed], slots)
+    links = [(i, j, s) for i, j, s in zip(of_entry, neighbour_ids, sims, strict=True) if j >= 0]
     catalogue = set(log.items()["item_id"].to_pylist())
     assert {i for i, _ in listed} == catalogue  # every item has a list, a new one too
     lent = {j for _, j, _ in links}

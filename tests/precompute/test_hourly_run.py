@@ -23,7 +23,7 @@ from solaris.training.jobs import TrainReport, World
 from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
 from solaris.embedding_version import embedding_version
 
-from precompute_env import backend_settings, precompute_settings
+from precompute_env import precompute_settings
 from store_state import store_checksum
 
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
@@ -34,11 +34,6 @@ def fixed_clock() -> datetime:
     return datetime(2030, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def run_settings(
-    request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
-) -> Settings:
-    return backend_settings(request, trained[0], tmp_path, "run")
 
 
 def test_rerunning_an_hour_leaves_the_store_identical(run_settings: Settings) -> None:

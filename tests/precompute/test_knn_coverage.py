@@ -5,33 +5,24 @@ ranker's batched read serves it a neighbour value, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.run import run_hour
 from solaris.store import FeatureStore, open_store
-from solaris.training.jobs import TrainReport, World
 
-from precompute_env import backend_settings
+from precompute_env import store_rows
 
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu"}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def knn_settings(
-    request: pytest.FixtureRequest, trained: tuple[Settings, World, TrainReport], tmp_path: Path
-) -> Settings:
-    return backend_settings(request, trained[0], tmp_path, "knn")
 
 
 def _user_ids(store: FeatureStore, sql: str) -> set[int]:
-    with store.engine.connect() as conn:  # type: ignore[attr-defined]
-        return {int(row[0]) for row in conn.exec_driver_sql(sql)}
+    return {int(row[0]) for row in store_rows(store, sql)}
 
 
 def _never_requested(log: EventLog, before: datetime) -> set[int]:
@@ -42,12 +33,12 @@ def _never_requested(log: EventLog, before: datetime) -> set[int]:
     return signed - requested
 
 
-def test_an_active_user_without_an_aggregate_is_served_by_its_neighbours(knn_settings: Settings) -> None:
-    log = EventLog(knn_settings.world_dir())
+def test_an_active_user_without_an_aggregate_is_served_by_its_neighbours(run_settings: Settings) -> None:
+    log = EventLog(run_settings.world_dir())
     assert log.start + timedelta(hours=30) == HOUR
-    done = run_hour(knn_settings, HOUR, PARAMS, clock=lambda: HOUR)
+    done = run_hour(run_settings, HOUR, PARAMS, clock=lambda: HOUR)
     t = HOUR + timedelta(minutes=30)
-    with open_store(knn_settings.store_url) as store:
+    with open_store(run_settings.store_url) as store:
         record = store.get_run(done["run_key"])
         assert record is not None and record.status == "succeeded"
         with_row = _user_ids(store, "SELECT DISTINCT user_id FROM user_neighbours")

@@ -143,7 +143,7 @@ def test_bad_batches_are_refused_whole(store: FeatureStore, version: str, change
     with store.engine.connect() as conn:  # type: ignore[attr-defined]
         rows = conn.exec_driver_sql("SELECT item_id, neighbours FROM item_neighbours").all()
     [(item, packed)] = rows
-    _, ids, sims = decode_lists(bytes(packed), np.array([len(packed) // 8]))
+    ids, sims = decode_lists(bytes(packed), np.array([len(packed) // 8]))
     assert (item, ids.tolist(), sims.tolist()) == (7, [30], [0.5])  # nothing written, the old list kept
 
 
