@@ -125,11 +125,12 @@ def solaris_precompute() -> None:
         raise AirflowFailException(f"the run failed at {', '.join(failed) or 'an upstream task'}")
 
     resolved = resolve()
+    shards = shard_ids(resolved)
     outputs: dict[str, Any] = {}
     for step in PRECOMPUTE.steps:
         step_task = _step_task(step)
         if step.per_shard:
-            outputs[step.name] = step_task.partial(resolved=resolved).expand(shard=shard_ids(resolved))
+            outputs[step.name] = step_task.partial(resolved=resolved).expand(shard=shards)
         else:
             outputs[step.name] = step_task(resolved)
         for upstream in step.after:

@@ -1,14 +1,25 @@
-"""Settings for a test's precompute runs: its own data folder and store, the session's world and models."""
+"""Settings for a test's precompute runs: its own data folder and store, the session's world and models; and
+copies of those models registered as a new chain."""
 
 from __future__ import annotations
 
+import copy
 import os
+from dataclasses import replace
 from pathlib import Path
 
+import mlflow
+import numpy as np
 import pytest
+from mlflow import MlflowClient
 
 from solaris.config import Settings
+from solaris.embedding_version import embedding_version
+from solaris.models.features import fm_matrix
 from solaris.store import FeatureStore
+from solaris.tracking import registry
+from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.training.jobs import TrainReport, World
 
 WORLD = "tiny"
 
@@ -51,3 +62,29 @@ def store_rows(store: FeatureStore, sql: str) -> list[tuple]:
     """The rows of a raw query on the store's database (a test reads tables the interface does not list)."""
     with store.engine.connect() as conn:  # type: ignore[attr-defined]
         return [tuple(row) for row in conn.exec_driver_sql(sql)]
+
+
+def copy_chain(client: MlflowClient, settings: Settings, world: World, report: TrainReport) -> PinnedVersions:
+    """Register copies of the trained FM, AE and served VM as a new chain (what a retraining would add)."""
+    fm, ae = report.fm.model, copy.deepcopy(report.ae.model)
+    vm = copy.deepcopy(report.vms["solaris"].model)
+    sample = world.log.impressions(world.split.eval.start, world.split.eval.end).slice(0, 5)
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
+    with mlflow.start_run():
+        fm_example = fm_matrix(sample, world.index, fm.config.history)
+        fm_version = registry.log_model(client, fm, FM_MODEL, fm.config.columns(), fm_example, {"role": "fm"})
+        ae.config = replace(ae.config, fm_version=fm_version)
+        ae_example = np.random.default_rng(0).normal(size=(5, ae.config.input_dim))
+        ae_tags = {"role": "ae", "fm_version": fm_version}
+        ae_version = registry.log_model(client, ae, AE_MODEL, ae.config.columns(), ae_example, ae_tags)
+        emb = embedding_version(fm_version, ae_version, ae.config.code_dim)
+        vm.config = replace(vm.config, embedding_version=emb)
+        vm_example = np.zeros((5, len(vm.config.columns())))
+        vm_tags = {"role": "vm", "variant": "solaris", "embedding_version": emb}
+        vm_version = registry.log_model(client, vm, VM_MODEL, vm.config.columns(), vm_example, vm_tags)
+    return PinnedVersions(fm_version, ae_version, vm_version, emb)
+
+
+def set_aliases(client: MlflowClient, chain: PinnedVersions, alias: str = CHAMPION) -> None:
+    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (VM_MODEL, chain.vm)):
+        registry.set_alias(client, name, alias, version)

@@ -4,11 +4,15 @@ The last refresh falls one cadence before the evaluation span (the version that 
 cadence first, as production's would have), earlier ones a cadence apart, none in the logging span's first
 hours (the training span's version serves them). Every VM variant is then refreshed only on what the last
 version served, so no VM is ever fed another version's codes.
+
+A switch goes as in production: the new version is trained ``shadow_hours`` before it is to serve, on the
+hours before that, and the hourly precompute writes it in shadow meanwhile; the shadow gate at the end of
+the last of those hours promotes it (:mod:`solaris.precompute.shadow`), or refuses it and the old one serves on.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from solaris.eval.protocol import FM_REFRESH_HOURS, check_fm_refresh
 from solaris.eval.spans import ReplaySpans
 from solaris.serving.champion import ServingModel, load_serving_model
 from solaris.tracking import registry
-from solaris.training.gate import promote
+from solaris.tracking.promotion import await_shadow
 from solaris.training.jobs import TrainPlan, TrainReport, Trained, World
 from solaris.training.refresh import refresh_ae, refresh_fm, register_successor_vm
 
@@ -26,17 +30,20 @@ FIRST_VERSION_MIN_HOURS = 4  # the training span's version serves at least these
 REFRESH_MIN_HOURS = 3  # the last version serves at least these logging hours: the VMs' refresh data
 
 
-def refresh_hours(spans: ReplaySpans, fm_refresh: str) -> list[datetime]:
-    """The first serving hour of each refreshed FM version, in order (none for ``fm_refresh="none"``)."""
+def refresh_hours(spans: ReplaySpans, fm_refresh: str, shadow_hours: int) -> list[datetime]:
+    """The first serving hour of each refreshed FM version, in order (none for ``fm_refresh="none"``); each
+    is written in shadow from ``shadow_hours`` before it, inside the logging span."""
     every = FM_REFRESH_HOURS[check_fm_refresh(fm_refresh)]
     if every is None:
         return []
-    earliest = spans.logging.start + FIRST_VERSION_MIN_HOURS * HOUR
+    if shadow_hours >= every:
+        raise ValueError(f"shadow_hours {shadow_hours} must be shorter than the FM's refresh cadence ({every} hours)")
+    earliest = spans.logging.start + max(FIRST_VERSION_MIN_HOURS, shadow_hours) * HOUR
     last = max(spans.eval.start - every * HOUR, earliest)
     if spans.eval.start - last < REFRESH_MIN_HOURS * HOUR:
         raise ValueError(
             f"the logging span ({spans.logging.hours} hours) is too short for an FM refresh: it needs "
-            f"{FIRST_VERSION_MIN_HOURS + REFRESH_MIN_HOURS} hours (or fm_refresh 'none')"
+            f"{max(FIRST_VERSION_MIN_HOURS, shadow_hours) + REFRESH_MIN_HOURS} hours (or fm_refresh 'none')"
         )
     hours = [last]
     while hours[0] - every * HOUR >= earliest:
@@ -68,12 +75,19 @@ def first_chain(settings: Settings, trained: TrainReport, hour: datetime) -> Cha
     return Chain(trained.fm, trained.ae, load_serving_model(client, registry.resolve_champions(client).vm), hour)
 
 
-def switch(settings: Settings, log_root: Path, chain: Chain, at: datetime, plan: TrainPlan, valid_hours: int) -> Chain:
-    """Refresh the FM and AE on the hours before ``at`` and make the new version champion from ``at``."""
+def start_shadow(settings: Settings, log_root: Path, chain: Chain, at: datetime, plan: TrainPlan, valid_hours: int) -> Chain:
+    """Refresh the FM and AE on the hours before ``at`` and make their chain the one written in shadow from
+    ``at``; the returned chain serves only once the shadow gate promotes it (:func:`promoted`)."""
     client = registry.connect(settings)
     world = World.open(log_root, plan.fractions, until=at)
     fm = refresh_fm(client, settings, world, chain.fm, at, plan, valid_hours)
     ae = refresh_ae(client, settings, world, fm, chain.ae, at, plan, valid_hours)
     successor = register_successor_vm(client, settings, chain.serving.pinned.vm, fm, ae)
-    promote(client, successor)
+    await_shadow(client, successor)
     return Chain(fm, ae, load_serving_model(client, successor.vm), at)
+
+
+def promoted(settings: Settings, shadow: Chain, at: datetime) -> Chain | None:
+    """The shadow chain serving from ``at`` if the shadow gate made it champion; None if it refused it."""
+    champion = registry.resolve_champions(registry.connect(settings))
+    return replace(shadow, first_serving_hour=at) if champion == shadow.serving.pinned else None

@@ -18,12 +18,12 @@ import numpy as np
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.data.hourly import hours_between
+from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
 from solaris.eval.events import ServedEvents, concat, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, ModelScore, ReplayReport, SweepPoint, TierContribution
-from solaris.eval.fm_refresh import Chain, first_chain, refresh_hours, switch
+from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, check_fm_refresh, protocol
 from solaris.eval.scoring import score_models, tier_contributions
 from solaris.eval.spans import ReplaySpans
@@ -47,6 +47,7 @@ class ReplayConfig:
     fractions: tuple[float, float, float] = (0.5, 0.3, 0.2)  # train, logging, eval
     top_fraction: float = PrecomputeParams.top_fraction
     ttl_hours: int = PrecomputeParams.ttl_hours
+    shadow_hours: int = PrecomputeParams.shadow_hours  # a refreshed FM is written in shadow this long first
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
     speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
     sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
@@ -63,7 +64,10 @@ class ReplayConfig:
     def precompute_params(self, top_fraction: float) -> dict[str, object]:
         """The paper's verifier selects in the main run and the sweep: the transfer ratios are measured on the
         paper's speculation; selectors are compared in their own arms."""
-        return {"selector": "verifier", "top_fraction": top_fraction, "ttl_hours": self.ttl_hours, "shards": 1, "device": self.device}
+        return {
+            "selector": "verifier", "top_fraction": top_fraction, "ttl_hours": self.ttl_hours,
+            "shadow_hours": self.shadow_hours, "shards": 1, "device": self.device,
+        }  # fmt: skip
 
 
 @dataclass
@@ -103,13 +107,20 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     trained = replay.phase("train FM, AE and first-stage VMs", lambda: _train(replay))
     world = World.open(log.root, TrainPlan().fractions, spans.train.end)
     chains = [first_chain(replay.settings, trained, spans.logging.start)]
+    switches = refresh_hours(spans, config.fm_refresh, config.shadow_hours)
     with open_configured_store(replay.settings, init=True) as store:
         ranker = Ranker(store, chains[0].serving, ServedLog(replay.settings.data_dir / "served"))
-        logged = []
-        for span in _logging_segments(spans, refresh_hours(spans, config.fm_refresh)):
-            if span.start != spans.logging.start:
-                chains.append(replay.phase(f"refresh FM at {span.start:%Y-%m-%d %H}:00", lambda: _switch(replay, chains[-1], span.start)))
-                ranker.use(chains[-1].serving)
+        logged, shadow = [], None
+        for span in _logging_segments(spans, switches, config.shadow_hours):
+            if span.end in switches:  # the next version is written in shadow through this segment
+                shadow = replay.phase(f"refresh FM, in shadow from {span.start:%Y-%m-%d %H}:00", lambda: _shadow(replay, chains[-1], span.start))
+            elif shadow is not None:
+                if (serving := promoted(replay.settings, shadow, span.start)) is not None:
+                    chains.append(serving)
+                    ranker.use(serving.serving)
+                elif config.progress:
+                    print(f"[replay] the shadow gate refused FM {shadow.fm.version}: FM {chains[-1].fm.version} serves on")
+                shadow = None
             logged += replay.phase(f"logging span from {span.start:%Y-%m-%d %H}:00", lambda: _replay_span(replay, ranker, span, "logging")).figures
         evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, spans.eval, "eval"))
         ranker.close()
@@ -169,15 +180,15 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     )
 
 
-def _logging_segments(spans: ReplaySpans, switches: list[datetime]) -> list[Span]:
-    """The logging span cut at each hour a new FM version starts serving."""
-    edges = [spans.logging.start, *switches, spans.logging.end]
+def _logging_segments(spans: ReplaySpans, switches: list[datetime], shadow_hours: int) -> list[Span]:
+    """The logging span cut where each new FM version's shadow starts and where it starts serving."""
+    edges = sorted({spans.logging.start, spans.logging.end, *switches, *(at - shadow_hours * HOUR for at in switches)})
     return [Span(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
-def _switch(replay: Replay, chain: Chain, at: datetime) -> Chain:
+def _shadow(replay: Replay, chain: Chain, at: datetime) -> Chain:
     plan = _plan(replay.config)
-    return switch(replay.settings, replay.log.root, chain, at, plan, replay.config.valid_hours)
+    return start_shadow(replay.settings, replay.log.root, chain, at, plan, replay.config.valid_hours)
 
 
 def _plan(config: ReplayConfig) -> TrainPlan:

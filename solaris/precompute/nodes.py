@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,14 +29,18 @@ from solaris.precompute.candidates import CandidateConfig, count_by_source, gene
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED
+from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
-from solaris.precompute.spec import HourRun, run_key, shard_of, target_interval
+from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.run_files import Meta, code_log, event_log, staging, step_staging, timed
-# The KNN and A2A steps live in their own module; the DAG and run_hour find every step here, by name.
-from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors  # noqa: F401  (steps)
+# The KNN, A2A and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
+from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
+from solaris.precompute.shadow import shadow_coverage, shadow_gate, shadowed  # noqa: F401  (steps)
 from solaris.store import FeatureStore, open_configured_store
+
+if TYPE_CHECKING:  # mlflow: imported only by the steps that use the registry
+    from mlflow import MlflowClient
 
 
 class NothingToPrecompute(Exception):
@@ -74,8 +78,8 @@ def _pairs_in(users: np.ndarray, items: np.ndarray, in_users: np.ndarray, in_ite
 def resolve(
     settings: Settings, data_interval_end: datetime, params: Mapping[str, Any] | None, started_at: datetime
 ) -> Meta:
-    """Pin FM/AE/VM @champion (and the demand model's, for the budget selector) once for the whole run,
-    register the embedding version, open the run record."""
+    """Pin FM/AE/VM @champion (and the demand model's, for the budget selector) once for the whole run, and
+    the chain awaiting promotion for the shadow steps; register their embedding versions, open the run record."""
     from solaris.tracking import registry
     from solaris.embedding_version import parse_embedding_version
 
@@ -85,15 +89,36 @@ def resolve(
         client = registry.connect(settings)
         pinned = registry.resolve_champions(client)
         demand = registry.resolve_demand(client) if checked.selector == "budget" else None
-        fm, ae, dim, dtype = parse_embedding_version(pinned.embedding_version)
-        run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked, demand)
+        fm, ae, dim, _ = parse_embedding_version(pinned.embedding_version)
+        shadow = _shadow_chain(client, pinned.embedding_version)
+        run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked, demand, shadow)
         with open_configured_store(settings, init=True) as store:
-            version = store.register_embedding_version(fm, ae, dim, dtype, created_at=start)
-            if version != run.embedding_version:
-                raise ValueError(f"store version {version!r} differs from the VM's {run.embedding_version!r}")
-            store.start_run(run.run_key, start, end, fm, ae, pinned.vm, version, started_at)
+            for version in (pinned.embedding_version, *([shadow.embedding_version] if shadow else [])):
+                _register_version(store, version, start)
+            store.start_run(run.run_key, start, end, fm, ae, pinned.vm, pinned.embedding_version, started_at)
         meta["run"] = run.as_xcom()
     return meta
+
+
+def _shadow_chain(client: MlflowClient, champion_version: str) -> ShadowChain | None:
+    """The chain awaiting promotion, unless it reads the champion's embedding version (nothing to fill)."""
+    from solaris.embedding_version import parse_embedding_version
+    from solaris.tracking import registry
+
+    found = registry.resolve_shadow(client)
+    if found is None or found.embedding_version == champion_version:
+        return None
+    dim = parse_embedding_version(found.embedding_version)[2]
+    return ShadowChain(found.fm, found.ae, found.vm, found.embedding_version, dim)
+
+
+def _register_version(store: FeatureStore, version: str, start: datetime) -> None:
+    from solaris.embedding_version import parse_embedding_version
+
+    fm, ae, dim, dtype = parse_embedding_version(version)
+    registered = store.register_embedding_version(fm, ae, dim, dtype, created_at=start)
+    if registered != version:
+        raise ValueError(f"store version {registered!r} differs from the VM's {version!r}")
 
 
 def coverage(run: HourRun, settings: Settings) -> Meta:
@@ -104,7 +129,7 @@ def coverage(run: HourRun, settings: Settings) -> Meta:
     """
     with timed({}) as meta, open_configured_store(settings) as store:
         if (earlier := store.get_run(run.run_key)) is not None and earlier.figures:
-            meta |= earlier.figures
+            meta |= {key: value for key, value in earlier.figures.items() if not key.startswith(SHADOW)}
         else:
             log, codes = event_log(settings), code_log(settings, run)
             meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, run.params.ttl_hours)
@@ -267,6 +292,14 @@ def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:
     with open_configured_store(settings) as store:
         if store.get_run(run.run_key) is not None:
             store.finish_run(run.run_key, "failed", {}, {}, finished_at)
+
+
+shadow_embed_shard = shadowed(embed_shard)
+shadow_write_pairs = shadowed(write_pairs)
+shadow_aggregates = shadowed(aggregates)
+shadow_user_vectors = shadowed(user_vectors)
+shadow_neighbours = shadowed(neighbours)
+shadow_item_neighbours = shadowed(item_neighbours)
 
 
 def hour_run(meta: Meta) -> HourRun:

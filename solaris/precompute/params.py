@@ -74,6 +74,9 @@ class PrecomputeParams:
         in_form=True,
     )
     ttl_hours: int = knob(4, "hours a pair embedding stays fresh", minimum=1, maximum=48, in_form=True)
+    # The hours a challenger's embedding version is written beside the champion's before the gate compares their
+    # coverage (:mod:`solaris.precompute.shadow`): one TTL at the defaults, so its pair tier is then as full.
+    shadow_hours: int = knob(4, "hours a challenger is precomputed in shadow before its coverage gate", minimum=1, maximum=48)
     shards: int = knob(2, "FM embedding tasks (mapped)", minimum=1, maximum=64, in_form=True)
     batch_size: int = knob(4096, "pairs per FM forward", minimum=64, maximum=65536, in_form=True)
     device: str = knob("auto", "FM device", choices=DEVICES, in_form=True)

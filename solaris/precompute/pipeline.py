@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from solaris.airflow_env import GPU_POOL
 
 OPEN, CLOSE, ON_FAILURE = "resolve", "finish", "fail"
+SHADOW = "shadow_"  # the prefix of a shadow step's name, its staged tables and its counts and figures
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Staged:
             raise ValueError(f"staged table {self.name!r} {need} (got shard={shard!r})")
         return self.name if shard is None else f"{self.name}-{shard}"
 
+    def shadow(self) -> Staged:
+        """The same table written for the shadow chain (:data:`SHADOW`), beside the champion's."""
+        return Staged(f"{SHADOW}{self.name}", f"{self.description}, for the shadow chain", self.per_shard)
+
 
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour")
 SELECTED = Staged("selected", "the pairs the verifier chose, with their score; re-queued pairs forced")
@@ -39,6 +44,7 @@ CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", per
 USER_VECTORS = Staged(
     "user_vectors", "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input"
 )
+SHADOW_CODES, SHADOW_USER_VECTORS = CODES.shadow(), USER_VECTORS.shadow()
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ PRECOMPUTE = Pipeline(
     (
         # Coverage of the hour past must read the store before this run writes to it.
         Step("coverage", figures=True),
+        Step("shadow_coverage", figures=True),
         Step("candidates", writes=(POOL,)),
         Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED,)),
         Step("embed_shard", after=("select",), reads=(SELECTED,), writes=(CODES,), per_shard=True),
@@ -108,6 +115,16 @@ PRECOMPUTE = Pipeline(
         Step("neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)),
         # The A2A tier's item neighbours: among the items with fresh pair codes, this run's included.
         Step("item_neighbours", after=("neighbours",)),
-        Step("expire", after=("item_neighbours",)),
+        # The challenger awaiting promotion, if any: the same selected pairs and the same tiers, with its
+        # versions (each step a no-op without one). Its writers follow the champion's, one at a time.
+        Step("shadow_embed_shard", after=("select",), reads=(SELECTED,), writes=(SHADOW_CODES,), per_shard=True),
+        Step("shadow_write_pairs", after=("shadow_coverage", "shadow_embed_shard", "item_neighbours"), reads=(SHADOW_CODES,)),
+        Step("shadow_aggregates", after=("shadow_write_pairs",)),
+        Step("shadow_user_vectors", after=("shadow_write_pairs",), writes=(SHADOW_USER_VECTORS,)),
+        Step("shadow_neighbours", after=("shadow_aggregates", "shadow_user_vectors"), reads=(SHADOW_USER_VECTORS,)),
+        Step("shadow_item_neighbours", after=("shadow_neighbours",)),
+        Step("expire", after=("shadow_item_neighbours",)),
+        # Promotes the challenger once it has been written ``shadow_hours``, or refuses it (:mod:`.shadow`).
+        Step("shadow_gate", after=("expire",)),
     )
 )

@@ -11,7 +11,7 @@ from typing import Any
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.pipeline import PRECOMPUTE
+from solaris.precompute.pipeline import PRECOMPUTE, SHADOW
 from solaris.precompute.spec import HourRun
 from solaris.precompute.staging import Staging, StepStaging
 
@@ -23,7 +23,10 @@ def staging(settings: Settings, run: HourRun) -> Staging:
 
 
 def step_staging(settings: Settings, run: HourRun, step: str) -> StepStaging:
-    """The staged tables ``step`` declares in :data:`~.pipeline.PRECOMPUTE`, and no others."""
+    """The staged tables ``step`` declares in :data:`~.pipeline.PRECOMPUTE`, and no others; on a shadow run,
+    those of its ``shadow_`` step, under the same names."""
+    if run.is_shadow:
+        return StepStaging(staging(settings, run), PRECOMPUTE.step(SHADOW + step), shadow=True)
     return StepStaging(staging(settings, run), PRECOMPUTE.step(step))
 
 

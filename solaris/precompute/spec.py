@@ -11,7 +11,7 @@ Everything here is plain JSON-able data: the DAG passes it between tasks through
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +21,17 @@ from solaris.data.hourly import HOUR, floor_hour
 from solaris.precompute.params import PrecomputeParams
 
 RUN_KEY_PREFIX = "solaris_precompute"
+
+
+@dataclass(frozen=True)
+class ShadowChain:
+    """The challenger chain a run also writes, so that at its promotion its tiers are already filled."""
+
+    fm_version: str
+    ae_version: str
+    vm_version: str
+    embedding_version: str
+    code_dim: int
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,22 @@ class HourRun:
     code_dim: int
     params: PrecomputeParams
     demand_version: str | None = None  # solaris-demand, pinned when the selector is ``budget``
+    shadow: ShadowChain | None = None  # a challenger awaiting promotion (see :mod:`.shadow`)
+    shadow_of: str | None = None  # set on :meth:`as_shadow`'s run: the champion's embedding version
+
+    @property
+    def is_shadow(self) -> bool:
+        return self.shadow_of is not None
+
+    def as_shadow(self) -> HourRun:
+        """The same hour and parameters with the shadow chain's versions: what the shadow steps run."""
+        if self.shadow is None:
+            raise ValueError(f"run {self.run_key} has no shadow chain")
+        s = self.shadow
+        return replace(
+            self, fm_version=s.fm_version, ae_version=s.ae_version, vm_version=s.vm_version,
+            embedding_version=s.embedding_version, code_dim=s.code_dim, shadow=None, shadow_of=self.embedding_version,
+        )  # fmt: skip
 
     @property
     def expires_at(self) -> datetime:
@@ -52,6 +79,8 @@ class HourRun:
         data["interval_start"] = datetime.fromisoformat(data["interval_start"])
         data["interval_end"] = datetime.fromisoformat(data["interval_end"])
         data["params"] = PrecomputeParams.from_mapping(data["params"])
+        if data.get("shadow") is not None:
+            data["shadow"] = ShadowChain(**data["shadow"])
         return cls(**data)
 
 

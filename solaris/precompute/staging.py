@@ -88,19 +88,23 @@ class StepStaging:
     """One step's view of the run's staging: it reads and writes only the tables its declaration names
     (:mod:`.pipeline`), so the data flow a reader sees there is the one that runs."""
 
-    def __init__(self, staging: Staging, step: Step) -> None:
+    def __init__(self, staging: Staging, step: Step, shadow: bool = False) -> None:
         self.staging = staging
         self.step = step
+        self.shadow = shadow  # a shadow step: the tables its node names are the shadow chain's
 
     def write(self, table: Staged, data: pa.Table | pd.DataFrame, shard: int | None = None) -> dict[str, Any]:
-        self._declared(table, self.step.writes, "write")
+        table = self._declared(table, self.step.writes, "write")
         return self.staging.write(table.file_name(shard), data)
 
     def read(self, table: Staged, shard: int | None = None, columns: list[str] | None = None) -> pa.Table:
-        self._declared(table, self.step.reads, "read")
+        table = self._declared(table, self.step.reads, "read")
         return self.staging.read(table.file_name(shard), columns)
 
-    def _declared(self, table: Staged, declared: tuple[Staged, ...], verb: str) -> None:
+    def _declared(self, table: Staged, declared: tuple[Staged, ...], verb: str) -> Staged:
+        if self.shadow and table.shadow() in declared:
+            return table.shadow()
         if table not in declared:
             names = ", ".join(t.name for t in declared) or "none"
             raise ValueError(f"step {self.step.name!r} does not {verb} staged table {table.name!r} (declared: {names})")
+        return table

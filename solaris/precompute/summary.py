@@ -12,7 +12,7 @@ import mlflow
 
 from solaris.config import Settings
 from solaris.models.features import TIERS
-from solaris.precompute.pipeline import OPEN, PRECOMPUTE
+from solaris.precompute.pipeline import OPEN, PRECOMPUTE, SHADOW
 from solaris.precompute.spec import HourRun
 from solaris.tracking import registry
 
@@ -23,6 +23,7 @@ COVERAGE = (*(f"coverage_{tier}" for tier in TIERS), "coverage_any", "hit_rate")
 EFFICIENCY = ("hit_rate_ttl", "requested_auc", "fm_calls_per_covered_candidate")
 COUNTS = ("count_pool", "count_selected", "count_pairs_written")
 STEPS = (OPEN, *PRECOMPUTE.names)
+SHADOW_STEPS = tuple(s for s in STEPS if s.startswith(SHADOW))  # one column in the table: what the shadow cost
 
 
 def log_run(
@@ -69,9 +70,10 @@ def table(metrics: dict[str, dict[str, float]]) -> str:
     head = ["run", *(c.removeprefix("count_") for c in COUNTS), *figures]
     rows = [[key, *(f"{m.get(c, 0):.0f}" for c in COUNTS), *(f"{m[c]:.3f}" if c in m else "-" for c in figures)]
             for key, m in metrics.items()]  # fmt: skip
-    steps = [["run", *STEPS, "total"]]
+    own = [s for s in STEPS if s not in SHADOW_STEPS]
+    steps = [["run", *own, "shadow", "total"]]
     for key, m in metrics.items():
-        seconds = [m.get(f"seconds_{s}", 0.0) for s in STEPS]
+        seconds = [m.get(f"seconds_{s}", 0.0) for s in own] + [sum(m.get(f"seconds_{s}", 0.0) for s in SHADOW_STEPS)]
         steps.append([key, *(f"{s:.2f}" for s in seconds), f"{sum(seconds):.2f}"])
     return _grid([head, *rows]) + "\n\nseconds per step\n" + _grid(steps)
 

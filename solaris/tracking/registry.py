@@ -33,6 +33,9 @@ from solaris.tracking import sqlite_file
 FM_MODEL, AE_MODEL, VM_MODEL = "solaris-fm", "solaris-ae", "solaris-vm"
 DEMAND_MODEL = "solaris-demand"  # the speculation's request model: promoted on its own, not with the chain
 CHAMPION, CHALLENGER = "champion", "challenger"
+# A VM version's tag while its chain is precomputed beside the champion's (a new embedding version awaiting
+# promotion), then what the shadow gate decided.
+SHADOW, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED = "shadow", "pending", "promoted", "refused"
 PIP_REQUIREMENTS = [
     f"torch=={torch.__version__.split('+')[0]}",
     f"numpy=={np.__version__}",
@@ -140,6 +143,14 @@ def resolve_champions(client: MlflowClient) -> PinnedVersions:
     if vm is None:
         raise ValueError(f"{VM_MODEL} has no @{CHAMPION}: run `solaris train all` first")
     return pinned_from_vm(client, vm.version)
+
+
+def resolve_shadow(client: MlflowClient) -> PinnedVersions | None:
+    """The chain the hourly precompute writes in shadow: ``solaris-vm@challenger`` while tagged pending."""
+    vm = version_by_alias(client, VM_MODEL, CHALLENGER)
+    if vm is None or vm.tags.get(SHADOW) != SHADOW_PENDING:
+        return None
+    return pinned_from_vm(client, str(vm.version))
 
 
 def resolve_demand(client: MlflowClient) -> str:

@@ -1,6 +1,11 @@
 """The promotion gate: a challenger chain becomes champion only if its NE beats the champion's on the same
 evaluation hours. The champion is re-scored on the challenger's hours (never compared by a stale number from
 other hours), and every decision is logged as a run of the ``solaris-promotion`` experiment.
+
+A challenger with a new embedding version would start with an empty store (tier none until its pairs and
+aggregates refill), so passing on NE it only becomes the shadow chain: the hourly precompute writes its tiers
+beside the champion's, and the shadow gate (:mod:`solaris.tracking.promotion`) promotes it once they cover
+nearly as much as the champion's, or refuses it.
 """
 
 from __future__ import annotations
@@ -8,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import mlflow
 from mlflow import MlflowClient
 
 from solaris.config import Settings
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.promotion import await_shadow, log_decision, promote
+from solaris.tracking.registry import CHAMPION, VM_MODEL, PinnedVersions
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class Decision:
     champion_ne: float | None
     eval_hours: str
     reason: str
+    awaiting_shadow: bool = False  # passed on NE; promoted (or not) by the shadow gate
 
 
 def promotion_gate(
@@ -48,34 +54,17 @@ def promotion_gate(
         promoted = challenger_ne < champion_ne
         verdict = "beats" if promoted else "does not beat"
         reason = f"challenger NE {challenger_ne:.6f} {verdict} champion VM {champion.vm} NE {champion_ne:.6f}"
-    decision = Decision(promoted, challenger, challenger_ne, champion, champion_ne, eval_hours, reason)
-    _log(client, settings, decision)
+    awaiting = promoted and champion is not None and champion.embedding_version != challenger.embedding_version
+    if awaiting:
+        promoted, reason = False, f"{reason}; embedding version {challenger.embedding_version} is new: precomputed in shadow first"
+    decision = Decision(promoted, challenger, challenger_ne, champion, champion_ne, eval_hours, reason, awaiting)
+    params = {"champion_vm": champion.vm if champion else "none", "eval_hours": eval_hours}
+    found = {"challenger_ne": challenger_ne} | ({} if champion_ne is None else {"champion_ne": champion_ne})
+    log_decision(client, settings, f"gate-vm{challenger.vm}", challenger, params, found, promoted, reason)
+    if awaiting:
+        await_shadow(client, challenger)
     if promoted:
         promote(client, challenger)
     return decision
 
 
-def promote(client: MlflowClient, chain: PinnedVersions) -> None:
-    """Move ``champion`` to the chain. The VM alias moves last: readers derive the chain from the VM's tags,
-    never from FM/AE aliases alone."""
-    registry.set_alias(client, FM_MODEL, CHAMPION, chain.fm)
-    registry.set_alias(client, AE_MODEL, CHAMPION, chain.ae)
-    registry.set_alias(client, VM_MODEL, CHAMPION, chain.vm)
-
-
-def _log(client: MlflowClient, settings: Settings, decision: Decision) -> None:
-    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-promotion"))
-    with mlflow.start_run(run_name=f"gate-vm{decision.challenger.vm}"):
-        mlflow.log_params(
-            {
-                "challenger_vm": decision.challenger.vm,
-                "challenger_embedding_version": decision.challenger.embedding_version,
-                "champion_vm": decision.champion.vm if decision.champion else "none",
-                "eval_hours": decision.eval_hours,
-            }
-        )
-        mlflow.log_metric("challenger_ne", decision.challenger_ne)
-        if decision.champion_ne is not None:
-            mlflow.log_metric("champion_ne", decision.champion_ne)
-        mlflow.set_tags({"promoted": str(decision.promoted).lower(), "reason": decision.reason})
-    client.set_model_version_tag(VM_MODEL, decision.challenger.vm, "promotion", decision.reason)

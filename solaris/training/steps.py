@@ -67,7 +67,8 @@ def train_vms(settings: Settings, chosen: TrainPlan, ae_version: str) -> dict[st
 def gate(
     settings: Settings, chosen: TrainPlan, fm_version: str, ae_version: str, vms: dict[str, Any]
 ) -> dict[str, Any]:
-    """Promote FM, AE and the served VM together if the VM beats the champion on the same hours."""
+    """Promote FM, AE and the served VM together if the VM beats the champion on the same hours; a chain with a
+    new embedding version is written in shadow first (:mod:`solaris.precompute.shadow`)."""
     client = registry.connect(settings)
     ae_fm = client.get_model_version(AE_MODEL, ae_version).tags.get("fm_version")
     if ae_fm != fm_version:
@@ -79,7 +80,10 @@ def gate(
         client, settings, challenger, vms["served_ne"], vms["eval_hours"],
         lambda champion: champion_ne(world, champion, chosen.device),
     )  # fmt: skip
-    return {"promoted": decision.promoted, "reason": decision.reason, "embedding_version": embedding}
+    return {
+        "promoted": decision.promoted, "awaiting_shadow": decision.awaiting_shadow, "reason": decision.reason,
+        "embedding_version": embedding,
+    }  # fmt: skip
 
 
 def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int) -> dict[str, Any]:

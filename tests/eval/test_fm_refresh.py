@@ -1,5 +1,6 @@
 """Where a replay's FM refreshes fall: one cadence before the evaluation span, earlier ones a cadence apart,
-never in the logging span's first hours, and a logging span too short for a refresh refused by name."""
+never in the logging span's first hours nor with their shadow before it, and a logging span too short for a
+refresh refused by name."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import pytest
 
 from solaris.data.hourly import HOUR
 from solaris.eval.fm_refresh import FIRST_VERSION_MIN_HOURS, refresh_hours
+from solaris.precompute.params import PrecomputeParams
 from solaris.eval.spans import ReplaySpans
 from solaris.models.splits import Span
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SHADOW = PrecomputeParams.shadow_hours
 
 
 def spans(train: int, logging: int, eval_: int) -> ReplaySpans:
@@ -29,15 +32,21 @@ def spans(train: int, logging: int, eval_: int) -> ReplaySpans:
     ],
 )
 def test_daily_refreshes_end_one_day_before_the_evaluation_span(hours: tuple[int, int, int], expected: list[int]) -> None:
-    assert refresh_hours(spans(*hours), "daily") == [T0 + h * HOUR for h in expected]
+    assert refresh_hours(spans(*hours), "daily", SHADOW) == [T0 + h * HOUR for h in expected]
+
+
+def test_a_longer_shadow_moves_the_first_refresh_so_its_shadow_starts_inside_the_logging_span() -> None:
+    assert refresh_hours(spans(36, 22, 14), "daily", 6) == [T0 + (36 + 6) * HOUR]
+    with pytest.raises(ValueError, match="shadow_hours 24 must be shorter than the FM's refresh cadence"):
+        refresh_hours(spans(60, 36, 24), "daily", 24)
 
 
 def test_no_refresh_keeps_the_first_fm() -> None:
-    assert refresh_hours(spans(60, 36, 24), "none") == []
+    assert refresh_hours(spans(60, 36, 24), "none", SHADOW) == []
 
 
 def test_a_logging_span_too_short_or_an_unknown_cadence_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="too short for an FM refresh"):
-        refresh_hours(spans(36, 5, 14), "daily")
+        refresh_hours(spans(36, 5, 14), "daily", SHADOW)
     with pytest.raises(ValueError, match="fm_refresh 'hourly'"):
-        refresh_hours(spans(60, 36, 24), "hourly")
+        refresh_hours(spans(60, 36, 24), "hourly", SHADOW)

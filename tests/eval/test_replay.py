@@ -21,7 +21,8 @@ from solaris.eval.report import INVARIANTS, check_invariants
 from solaris.models.features import FEEDING_ORDER, ts_micros
 from solaris.serving.servedlog import read_served
 from solaris.store.codec import to_micros
-from solaris.tracking.registry import FM_MODEL
+from solaris.precompute.params import PrecomputeParams
+from solaris.tracking.registry import CHAMPION, FM_MODEL, SHADOW, VM_MODEL
 from solaris.training.jobs import TRAINED_UNTIL
 
 pytestmark = pytest.mark.slow
@@ -155,12 +156,36 @@ def test_a_refreshed_fm_serves_from_mid_replay_and_served_features_never_mix_ver
 
 def test_each_fm_version_trained_only_on_hours_before_it_served(replayed: tuple[Settings, ReplayReport]) -> None:
     settings, report = replayed
-    state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"
-    uri = f"sqlite:///{state / 'mlflow' / 'mlflow.db'}"
-    client = mlflow.MlflowClient(uri, registry_uri=uri)
     for entry, start in zip(report.fm_versions, first_serving_hours(report), strict=True):
-        tags = client.get_model_version(FM_MODEL, entry["fm_version"]).tags
+        tags = replay_registry(settings).get_model_version(FM_MODEL, entry["fm_version"]).tags
         assert datetime.fromisoformat(tags[TRAINED_UNTIL]) <= start, entry
+
+
+def replay_registry(settings: Settings) -> mlflow.MlflowClient:
+    uri = f"sqlite:///{settings.data_dir / 'replay' / 'tiny' / 'seed-0' / 'state' / 'mlflow' / 'mlflow.db'}"
+    return mlflow.MlflowClient(uri, registry_uri=uri)
+
+
+def test_a_refreshed_fm_is_written_in_shadow_first_and_no_hour_loses_ten_points_of_coverage(
+    replayed: tuple[Settings, ReplayReport],
+) -> None:
+    """The new version was trained before its shadow began, promoted by the shadow gate, and served from
+    tiers its shadow had filled: all-tier coverage never drops by more than 10 points from one hour to the next."""
+    settings, report = replayed
+    refreshed = report.fm_versions[1]
+    first_serving = first_serving_hours(report)[1]
+    client = replay_registry(settings)
+    trained_until = datetime.fromisoformat(client.get_model_version(FM_MODEL, refreshed["fm_version"]).tags[TRAINED_UNTIL])
+    assert trained_until + timedelta(hours=PrecomputeParams.shadow_hours) <= first_serving
+    vm = client.get_model_version_by_alias(VM_MODEL, CHAMPION)
+    assert vm.tags["embedding_version"] == refreshed["embedding_version"] and vm.tags[SHADOW] == "promoted"
+    assert "within 10 points below" in vm.tags["promotion"]
+    all_tiers = [hour.coverage[FEEDING_ORDER[-1]] for hour in report.hours]
+    assert min(np.diff(all_tiers)) >= -0.10
+    at = [datetime.fromisoformat(hour.hour) for hour in report.hours].index(first_serving)
+    # Its pair tier as full as the hours before (a cold start halves it: 0.71 -> 0.31 on this world, measured).
+    pair = [hour.coverage["pair"] for hour in report.hours]
+    assert pair[at] >= np.mean(pair[at - PrecomputeParams.shadow_hours : at]) - 0.10
 
 
 def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings, ReplayReport]) -> None:

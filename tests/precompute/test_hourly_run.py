@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import mlflow
-import numpy as np
 import pytest
-from mlflow import MlflowClient
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.models.features import fm_matrix
 from solaris.precompute import nodes
 from solaris.precompute.run import run_hour, run_resolved
 from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
-from solaris.embedding_version import embedding_version
 
-from precompute_env import precompute_settings
+from precompute_env import copy_chain, precompute_settings, set_aliases
 from store_state import store_checksum
 
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
@@ -79,32 +71,6 @@ def test_the_run_record_and_mlflow_carry_the_efficiency_figures(run_settings: Se
     assert done["counts"]["expired_score_log_hours"] == 0
 
 
-def _copy_chain(client: MlflowClient, settings: Settings, world: World, report: TrainReport) -> PinnedVersions:
-    """Register copies of the trained FM, AE and served VM as a new chain (what a retraining would add)."""
-    fm, ae = report.fm.model, copy.deepcopy(report.ae.model)
-    vm = copy.deepcopy(report.vms["solaris"].model)
-    sample = world.log.impressions(world.split.eval.start, world.split.eval.end).slice(0, 5)
-    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
-    with mlflow.start_run():
-        fm_example = fm_matrix(sample, world.index, fm.config.history)
-        fm_version = registry.log_model(client, fm, FM_MODEL, fm.config.columns(), fm_example, {"role": "fm"})
-        ae.config = replace(ae.config, fm_version=fm_version)
-        ae_example = np.random.default_rng(0).normal(size=(5, ae.config.input_dim))
-        ae_tags = {"role": "ae", "fm_version": fm_version}
-        ae_version = registry.log_model(client, ae, AE_MODEL, ae.config.columns(), ae_example, ae_tags)
-        emb = embedding_version(fm_version, ae_version, ae.config.code_dim)
-        vm.config = replace(vm.config, embedding_version=emb)
-        vm_example = np.zeros((5, len(vm.config.columns())))
-        vm_tags = {"role": "vm", "variant": "solaris", "embedding_version": emb}
-        vm_version = registry.log_model(client, vm, VM_MODEL, vm.config.columns(), vm_example, vm_tags)
-    return PinnedVersions(fm_version, ae_version, vm_version, emb)
-
-
-def _set_champions(client: MlflowClient, chain: PinnedVersions) -> None:
-    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (VM_MODEL, chain.vm)):
-        registry.set_alias(client, name, CHAMPION, version)
-
-
 def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
     trained: tuple[Settings, World, TrainReport], tmp_path: Path
 ) -> None:
@@ -113,13 +79,13 @@ def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
     client = registry.connect(settings)
     pinned = registry.resolve_champions(client)
     resolved = nodes.resolve(settings, world.log.start + FIRST_HOUR, PARAMS, fixed_clock())
-    new_chain = _copy_chain(client, settings, world, report)
-    _set_champions(client, new_chain)
+    new_chain = copy_chain(client, settings, world, report)
+    set_aliases(client, new_chain)
     try:
         assert registry.resolve_champions(client) == new_chain != pinned
         done = run_resolved(settings, resolved, clock=fixed_clock)
     finally:
-        _set_champions(client, pinned)
+        set_aliases(client, pinned)
 
     run = nodes.hour_run(resolved)
     assert (run.fm_version, run.ae_version, run.vm_version) == (pinned.fm, pinned.ae, pinned.vm)

@@ -9,15 +9,37 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, USER_VECTORS, Pipeline, Step
+from solaris.precompute.pipeline import (
+    CODES, POOL, PRECOMPUTE, SELECTED, SHADOW, SHADOW_CODES, SHADOW_USER_VECTORS, USER_VECTORS, Pipeline, Step,
+)  # fmt: skip
 from solaris.precompute.staging import Staging, StepStaging
 
 
 def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert PRECOMPUTE.names[0] == "coverage" and PRECOMPUTE.step("embed_shard").per_shard
-    assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard"]
+    assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
-    assert writers == {POOL: "candidates", SELECTED: "select", CODES: "embed_shard", USER_VECTORS: "user_vectors"}
+    assert writers == {
+        POOL: "candidates", SELECTED: "select", CODES: "embed_shard", USER_VECTORS: "user_vectors",
+        SHADOW_CODES: "shadow_embed_shard", SHADOW_USER_VECTORS: "shadow_user_vectors",
+    }  # fmt: skip
+
+
+def test_every_shadow_step_mirrors_a_champion_step_and_writes_after_it() -> None:
+    """The shadow chain's steps read the champion's selection and write their own tables, each after every
+    champion writer (the store's writers run one at a time) and before ``expire``."""
+    shadow_steps = [s for s in PRECOMPUTE.steps if s.name.startswith(SHADOW) and s.name != "shadow_gate"]
+    for step in shadow_steps:
+        if step.name == "shadow_coverage":
+            continue
+        mirror = PRECOMPUTE.step(step.name.removeprefix(SHADOW))
+        assert step.per_shard == mirror.per_shard
+        assert step.writes == tuple(t.shadow() for t in mirror.writes)
+        assert set(step.reads) <= {*mirror.reads, *(t.shadow() for t in mirror.reads)}
+    order = PRECOMPUTE.names
+    assert order.index("shadow_write_pairs") > order.index("item_neighbours")
+    assert order.index("expire") > max(order.index(s.name) for s in shadow_steps)
+    assert order[-1] == "shadow_gate"
 
 
 @pytest.mark.parametrize(
@@ -57,3 +79,16 @@ def test_a_step_reads_and_writes_only_its_declared_tables(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="'codes' needs a shard"):
         embed.write(CODES, frame)
     assert embed.write(CODES, frame, 3)["table"] == "codes-3"
+
+
+def test_a_shadow_step_names_the_champion_tables_and_gets_its_own(tmp_path: Path) -> None:
+    """The champion's node code runs unchanged for the shadow chain: the same table names, other files."""
+    staging = Staging(tmp_path, "run-1")
+    frame = pd.DataFrame({"user_id": [1], "item_id": [2]})
+    StepStaging(staging, PRECOMPUTE.step("select")).write(SELECTED, frame.assign(score=0.5))
+    embed = StepStaging(staging, PRECOMPUTE.step("shadow_embed_shard"), shadow=True)
+    assert embed.read(SELECTED).num_rows == 1  # the champion's selection
+    assert embed.write(CODES, frame, 0)["table"] == "shadow_codes-0"
+    with pytest.raises(FileNotFoundError):
+        StepStaging(staging, PRECOMPUTE.step("write_pairs")).read(CODES, 0)  # the champion's codes: none
+    assert StepStaging(staging, PRECOMPUTE.step("shadow_write_pairs"), shadow=True).read(CODES, 0).num_rows == 1

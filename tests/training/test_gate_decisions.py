@@ -1,12 +1,15 @@
 """The promotion gate's decisions over an existing champion, on a registry of tagged versions without model files.
 
-A better challenger replaces the champion (FM, AE and VM aliases move together); a worse one or an equal one
-does not. The champion's NE on the challenger's hours comes from a stub, so each test takes about a second.
+A better VM on the champion's embedding version replaces it at once; a better chain with a new embedding
+version is first written in shadow, then promoted by the shadow gate (FM, AE and VM aliases move together)
+or refused by it; a worse or equal one is refused. The champion's NE on the challenger's hours comes from a
+stub, so each test takes about a second.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from mlflow import MlflowClient
@@ -16,7 +19,8 @@ from mlflow_state import own_registry
 from solaris.config import Settings
 from solaris.embedding_version import embedding_version
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, VM_MODEL, PinnedVersions
+from solaris.tracking.promotion import shadow_gate
 from solaris.training.gate import Decision, promotion_gate
 
 EVAL_HOURS = "2026-03-01T10..2026-03-01T12"
@@ -46,9 +50,15 @@ def register_chain(client: MlflowClient, dim: int = 8) -> PinnedVersions:
     return PinnedVersions(fm=fm, ae=ae, vm=vm, embedding_version=emb)
 
 
-def champions(client: MlflowClient) -> tuple[str, str, str]:
+def register_vm(client: MlflowClient, on: PinnedVersions) -> PinnedVersions:
+    """A new VM version trained on ``on``'s embedding version (a VM retrained alone)."""
+    tags = {"role": "vm", "variant": "solaris", "embedding_version": on.embedding_version}
+    return replace(on, vm=_register(client, VM_MODEL, tags))
+
+
+def champions(client: MlflowClient, alias: str = CHAMPION) -> tuple[str, str, str]:
     return tuple(  # type: ignore[return-value]
-        str(client.get_model_version_by_alias(name, CHAMPION).version) for name in (FM_MODEL, AE_MODEL, VM_MODEL)
+        str(client.get_model_version_by_alias(name, alias).version) for name in (FM_MODEL, AE_MODEL, VM_MODEL)
     )
 
 
@@ -80,7 +90,24 @@ def gate_runs(client: MlflowClient, vm: str) -> list[dict[str, str]]:
     return [r.data.tags for r in client.search_runs([experiment], f"params.challenger_vm = '{vm}'")]
 
 
-def test_a_better_challenger_replaces_the_champion_fm_ae_and_vm_together(
+def test_a_better_vm_on_the_champions_embedding_version_replaces_it_at_once(
+    client: MlflowClient, settings: Settings, champion: PinnedVersions
+) -> None:
+    challenger = register_vm(client, champion)
+
+    decision, scored = gate(client, settings, challenger, 0.41, champion_ne=0.42)
+
+    assert decision.promoted and not decision.awaiting_shadow
+    assert scored == [champion]  # re-scored on the challenger's hours, as the champion chain
+    assert (decision.champion, decision.champion_ne, decision.challenger_ne) == (champion, 0.42, 0.41)
+    assert registry.resolve_champions(client) == challenger
+    assert "beats" in decision.reason and "does not beat" not in decision.reason
+    assert [tags["promoted"] for tags in gate_runs(client, challenger.vm)] == ["true"]
+    assert client.get_model_version(VM_MODEL, challenger.vm).tags["promotion"] == decision.reason
+    assert registry.resolve_shadow(client) is None
+
+
+def test_a_better_chain_on_a_new_embedding_version_is_first_written_in_shadow(
     client: MlflowClient, settings: Settings, champion: PinnedVersions
 ) -> None:
     _register(client, FM_MODEL, {"role": "fm"})  # an FM never used: the chain's three versions all differ
@@ -89,14 +116,37 @@ def test_a_better_challenger_replaces_the_champion_fm_ae_and_vm_together(
 
     decision, scored = gate(client, settings, challenger, 0.41, champion_ne=0.42)
 
-    assert decision.promoted
-    assert scored == [champion]  # re-scored on the challenger's hours, as the champion chain
-    assert (decision.champion, decision.champion_ne, decision.challenger_ne) == (champion, 0.42, 0.41)
-    assert champions(client) == (challenger.fm, challenger.ae, challenger.vm)
-    assert registry.resolve_champions(client) == challenger
-    assert "beats" in decision.reason and "does not beat" not in decision.reason
-    assert [tags["promoted"] for tags in gate_runs(client, challenger.vm)] == ["true"]
-    assert client.get_model_version(VM_MODEL, challenger.vm).tags["promotion"] == decision.reason
+    assert not decision.promoted and decision.awaiting_shadow and scored == [champion]
+    assert "beats" in decision.reason and "precomputed in shadow first" in decision.reason
+    assert champions(client) == (champion.fm, champion.ae, champion.vm)  # the store has nothing of it yet
+    assert champions(client, CHALLENGER) == (challenger.fm, challenger.ae, challenger.vm)
+    assert registry.resolve_shadow(client) == challenger  # what the hourly precompute now also writes
+    assert [tags["promoted"] for tags in gate_runs(client, challenger.vm)] == ["false"]
+
+
+@pytest.mark.parametrize(
+    ("shadow_coverage", "promoted"), [(0.80, True), (0.79, False)], ids=["10-points-below", "11-points-below"]
+)
+def test_the_shadow_gate_promotes_a_shadow_within_ten_coverage_points_and_refuses_one_below(
+    client: MlflowClient, settings: Settings, champion: PinnedVersions, shadow_coverage: float, promoted: bool
+) -> None:
+    challenger = register_chain(client)
+    assert gate(client, settings, challenger, 0.41, champion_ne=0.42)[0].awaiting_shadow
+
+    decision = shadow_gate(client, settings, champion, challenger, 0.90, shadow_coverage, hours=4)
+
+    assert decision.promoted is promoted
+    expected = challenger if promoted else champion
+    assert champions(client) == (expected.fm, expected.ae, expected.vm)  # FM, AE and VM move together
+    verdict = "within" if promoted else "more than"
+    assert decision.reason == (
+        f"shadow coverage {shadow_coverage:.3f} after 4 h is {verdict} 10 points below champion VM {champion.vm}'s 0.900"
+    )
+    tags = client.get_model_version(VM_MODEL, challenger.vm).tags
+    assert (tags[SHADOW], tags["promotion"]) == ("promoted" if promoted else "refused", decision.reason)
+    decisions = {t["reason"]: t["promoted"] for t in gate_runs(client, challenger.vm)}  # the NE gate's, then this
+    assert len(decisions) == 2 and decisions[decision.reason] == str(promoted).lower()
+    assert registry.resolve_shadow(client) is None  # written in shadow no more, either way
 
 
 @pytest.mark.parametrize("challenger_ne", [0.43, 0.42], ids=["worse", "tie"])
@@ -113,6 +163,7 @@ def test_a_worse_or_tying_challenger_leaves_every_champion_alias(
     assert champions(client) == (champion.fm, champion.ae, champion.vm)
     assert registry.resolve_champions(client) == champion
     assert [tags["promoted"] for tags in gate_runs(client, challenger.vm)] == ["false"]
+    assert registry.resolve_shadow(client) is None
 
 
 def test_a_better_challenger_after_a_refused_one_is_still_promoted(
@@ -125,5 +176,6 @@ def test_a_better_challenger_after_a_refused_one_is_still_promoted(
 
     decision, scored = gate(client, settings, better, 0.30, champion_ne=0.42)
 
-    assert decision.promoted and scored == [champion]
+    assert decision.awaiting_shadow and scored == [champion]
+    assert shadow_gate(client, settings, champion, better, 0.9, 0.9, hours=4).promoted
     assert champions(client) == (better.fm, better.ae, better.vm)

@@ -1,0 +1,97 @@
+"""Moving the ``champion`` alias, and the shadow chain's life: written in shadow (``await_shadow``), then
+promoted or refused on its coverage (``shadow_gate``). Every decision is a run of ``solaris-promotion``.
+
+The NE gate of a training run (:mod:`solaris.training.gate`) and the hourly precompute's shadow gate
+(:mod:`solaris.precompute.shadow`) both decide through here, so neither layer imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mlflow
+from mlflow import MlflowClient
+
+from solaris.config import Settings
+from solaris.tracking import registry
+from solaris.tracking.registry import (
+    AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED, VM_MODEL,
+    PinnedVersions,
+)  # fmt: skip
+
+MAX_SHADOW_COVERAGE_DROP = 0.10  # all-tier coverage the shadow may lack against the champion's, at most
+
+
+@dataclass(frozen=True)
+class ShadowDecision:
+    promoted: bool
+    shadow: PinnedVersions
+    champion: PinnedVersions
+    shadow_coverage: float
+    champion_coverage: float
+    hours: int  # hours the shadow had been written, this one included
+    reason: str
+
+
+def await_shadow(client: MlflowClient, chain: PinnedVersions) -> None:
+    """Make the chain the one the hourly precompute writes in shadow (``challenger``, tagged pending)."""
+    registry.set_alias(client, FM_MODEL, CHALLENGER, chain.fm)
+    registry.set_alias(client, AE_MODEL, CHALLENGER, chain.ae)
+    registry.set_alias(client, VM_MODEL, CHALLENGER, chain.vm)
+    client.set_model_version_tag(VM_MODEL, chain.vm, SHADOW, SHADOW_PENDING)
+
+
+def shadow_gate(
+    client: MlflowClient,
+    settings: Settings,
+    champion: PinnedVersions,
+    shadow: PinnedVersions,
+    champion_coverage: float,
+    shadow_coverage: float,
+    hours: int,
+) -> ShadowDecision:
+    """Promote the shadow chain unless its all-tier coverage of the hour past lies more than
+    :data:`MAX_SHADOW_COVERAGE_DROP` below the champion's; refused, it is no longer written in shadow."""
+    promoted = champion_coverage - shadow_coverage <= MAX_SHADOW_COVERAGE_DROP
+    verdict = "within" if promoted else "more than"
+    reason = (
+        f"shadow coverage {shadow_coverage:.3f} after {hours} h is {verdict} {MAX_SHADOW_COVERAGE_DROP * 100:g} "
+        f"points below champion VM {champion.vm}'s {champion_coverage:.3f}"
+    )
+    decision = ShadowDecision(promoted, shadow, champion, shadow_coverage, champion_coverage, hours, reason)
+    params = {"champion_vm": champion.vm, "shadow_hours": hours}
+    found = {"shadow_coverage": shadow_coverage, "champion_coverage": champion_coverage}
+    log_decision(client, settings, f"shadow-gate-vm{shadow.vm}", shadow, params, found, promoted, reason)
+    client.set_model_version_tag(VM_MODEL, shadow.vm, SHADOW, SHADOW_PROMOTED if promoted else SHADOW_REFUSED)
+    if promoted:
+        promote(client, shadow)
+    return decision
+
+
+def promote(client: MlflowClient, chain: PinnedVersions) -> None:
+    """Move ``champion`` to the chain. The VM alias moves last: readers derive the chain from the VM's tags,
+    never from FM/AE aliases alone."""
+    registry.set_alias(client, FM_MODEL, CHAMPION, chain.fm)
+    registry.set_alias(client, AE_MODEL, CHAMPION, chain.ae)
+    registry.set_alias(client, VM_MODEL, CHAMPION, chain.vm)
+
+
+def log_decision(
+    client: MlflowClient,
+    settings: Settings,
+    run_name: str,
+    challenger: PinnedVersions,
+    params: dict[str, object],
+    found: dict[str, float],
+    promoted: bool,
+    reason: str,
+) -> None:
+    """One decision as a run of ``solaris-promotion``; its reason also on the challenger VM's ``promotion`` tag."""
+    mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-promotion"))
+    with mlflow.start_run(run_name=run_name):
+        mlflow.log_params(
+            {"challenger_vm": challenger.vm, "challenger_embedding_version": challenger.embedding_version, **params}
+        )
+        mlflow.log_metrics(found)
+        mlflow.set_tags({"promoted": str(promoted).lower(), "reason": reason})
+    client.set_model_version_tag(VM_MODEL, challenger.vm, "promotion", reason)
