@@ -26,24 +26,24 @@ from solaris.tracking.promotion import await_shadow
 from solaris.training.jobs import TrainPlan, TrainReport, Trained, World
 from solaris.training.refresh import refresh_ae, refresh_fm, register_successor_vm
 
-FIRST_VERSION_MIN_HOURS = 4  # the training span's version serves at least these logging hours
+FIRST_VERSION_MIN_HOURS = 4  # logging hours a refreshed FM learns from, at least, before its shadow starts
 REFRESH_MIN_HOURS = 3  # the last version serves at least these logging hours: the VMs' refresh data
 
 
 def refresh_hours(spans: ReplaySpans, fm_refresh: str, shadow_hours: int) -> list[datetime]:
     """The first serving hour of each refreshed FM version, in order (none for ``fm_refresh="none"``); each
-    is written in shadow from ``shadow_hours`` before it, inside the logging span."""
+    is trained on at least the logging span's first hours, then written in shadow ``shadow_hours`` before it."""
     every = FM_REFRESH_HOURS[check_fm_refresh(fm_refresh)]
     if every is None:
         return []
     if shadow_hours >= every:
         raise ValueError(f"shadow_hours {shadow_hours} must be shorter than the FM's refresh cadence ({every} hours)")
-    earliest = spans.logging.start + max(FIRST_VERSION_MIN_HOURS, shadow_hours) * HOUR
+    earliest = spans.logging.start + (FIRST_VERSION_MIN_HOURS + shadow_hours) * HOUR
     last = max(spans.eval.start - every * HOUR, earliest)
     if spans.eval.start - last < REFRESH_MIN_HOURS * HOUR:
         raise ValueError(
             f"the logging span ({spans.logging.hours} hours) is too short for an FM refresh: it needs "
-            f"{max(FIRST_VERSION_MIN_HOURS, shadow_hours) + REFRESH_MIN_HOURS} hours (or fm_refresh 'none')"
+            f"{FIRST_VERSION_MIN_HOURS + shadow_hours + REFRESH_MIN_HOURS} hours (or fm_refresh 'none')"
         )
     hours = [last]
     while hours[0] - every * HOUR >= earliest:
