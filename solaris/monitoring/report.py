@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 STORE, MLFLOW = "feature store", "MLflow"
 HOUR = timedelta(hours=1)
+# A run's figures on the page: coverage by tier, hit rate in the hour and while fresh, and the shadow chain's
+# all-tier coverage while a challenger is written in shadow (what its gate compares).
+RUN_FIGURES = (*COVERAGE, "hit_rate_ttl", "shadow_coverage_any")
 # Far longer than a run can take: runs are hourly, one at a time (max_active_runs=1), and take minutes, so
 # one still going after three hours has stalled the schedule anyway. A "running" record older than this is
 # taken as dead (its process ended without closing it: the stack was stopped mid-run).
@@ -186,7 +189,7 @@ def run_figures(client: MlflowClient, run_keys: Sequence[str]) -> dict[str, dict
         )  # fmt: skip
         if latest:
             metrics = latest[0].data.metrics
-            found[key] = {name: metrics[name] for name in COVERAGE if name in metrics}
+            found[key] = {name: metrics[name] for name in RUN_FIGURES if name in metrics}
     return found
 
 

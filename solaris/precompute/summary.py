@@ -40,6 +40,7 @@ def log_run(
         mlflow.set_tags({"run_key": run.run_key, "embedding_version": run.embedding_version})
         versions = {"fm_version": run.fm_version, "ae_version": run.ae_version, "vm_version": run.vm_version}
         versions["demand_version"] = run.demand_version or "none"
+        versions["shadow_vm_version"] = run.shadow.vm_version if run.shadow else "none"
         mlflow.log_params(versions | {k: str(v) for k, v in vars(run.params).items()})
         mlflow.log_metrics(
             {f"count_{k}": float(v) for k, v in counts.items()}
