@@ -5,9 +5,9 @@ cadence first, as production's would have), earlier ones a cadence apart, none i
 hours (the training span's version serves them). Every VM variant is then refreshed only on what the last
 version served, so no VM is ever fed another version's codes.
 
-A switch goes as in production: the new version is trained ``shadow_hours`` before it is to serve, on the
-hours before that, and the hourly precompute writes it in shadow meanwhile; the shadow gate at the end of
-the last of those hours promotes it (:mod:`solaris.precompute.shadow`), or refuses it and the old one serves on.
+A switch goes as in production: the new version is trained at its refresh hour on the hours before it, the
+hourly precompute writes it in shadow for ``shadow_hours``, and the shadow gate at the end of the last of
+those hours promotes it (:mod:`solaris.precompute.shadow`), or refuses it and the old one serves on.
 """
 
 from __future__ import annotations
@@ -26,21 +26,21 @@ from solaris.tracking.promotion import await_shadow
 from solaris.training.jobs import TrainPlan, TrainReport, Trained, World
 from solaris.training.refresh import refresh_ae, refresh_fm, register_successor_vm
 
-FIRST_VERSION_MIN_HOURS = 4  # logging hours a refreshed FM learns from, at least, before its shadow starts
+FIRST_VERSION_MIN_HOURS = 4  # the training span's version serves at least these logging hours
 REFRESH_MIN_HOURS = 3  # the last version serves at least these logging hours: the VMs' refresh data
 
 
 def refresh_hours(spans: ReplaySpans, fm_refresh: str, shadow_hours: int) -> list[datetime]:
-    """The first serving hour of each refreshed FM version, in order (none for ``fm_refresh="none"``); each
-    is trained on at least the logging span's first hours, then written in shadow ``shadow_hours`` before it."""
+    """The hours a refreshed FM is trained at (on the hours before), in order; none for ``fm_refresh="none"``.
+    Each version is written in shadow from then and serves ``shadow_hours`` later, once promoted."""
     every = FM_REFRESH_HOURS[check_fm_refresh(fm_refresh)]
     if every is None:
         return []
     if shadow_hours >= every:
         raise ValueError(f"shadow_hours {shadow_hours} must be shorter than the FM's refresh cadence ({every} hours)")
-    earliest = spans.logging.start + (FIRST_VERSION_MIN_HOURS + shadow_hours) * HOUR
+    earliest = spans.logging.start + FIRST_VERSION_MIN_HOURS * HOUR
     last = max(spans.eval.start - every * HOUR, earliest)
-    if spans.eval.start - last < REFRESH_MIN_HOURS * HOUR:
+    if spans.eval.start - last - shadow_hours * HOUR < REFRESH_MIN_HOURS * HOUR:
         raise ValueError(
             f"the logging span ({spans.logging.hours} hours) is too short for an FM refresh: it needs "
             f"{FIRST_VERSION_MIN_HOURS + shadow_hours + REFRESH_MIN_HOURS} hours (or fm_refresh 'none')"

@@ -107,13 +107,13 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     trained = replay.phase("train FM, AE and first-stage VMs", lambda: _train(replay))
     world = World.open(log.root, TrainPlan().fractions, spans.train.end)
     chains = [first_chain(replay.settings, trained, spans.logging.start)]
-    switches = refresh_hours(spans, config.fm_refresh, config.shadow_hours)
+    refreshes = refresh_hours(spans, config.fm_refresh, config.shadow_hours)
     with open_configured_store(replay.settings, init=True) as store:
         ranker = Ranker(store, chains[0].serving, ServedLog(replay.settings.data_dir / "served"))
         logged, shadow = [], None
-        for span in _logging_segments(spans, switches, config.shadow_hours):
-            if span.end in switches:  # the next version is written in shadow through this segment
-                shadow = replay.phase(f"refresh FM, in shadow from {span.start:%Y-%m-%d %H}:00", lambda: _shadow(replay, chains[-1], span.start))
+        for span in _logging_segments(spans, refreshes, config.shadow_hours):
+            if span.start in refreshes:  # the next version is written in shadow through this segment
+                shadow = replay.phase(f"refresh FM at {span.start:%Y-%m-%d %H}:00, in shadow", lambda: _shadow(replay, chains[-1], span.start))
             elif shadow is not None:
                 if (serving := promoted(replay.settings, shadow, span.start)) is not None:
                     chains.append(serving)
@@ -180,9 +180,9 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     )
 
 
-def _logging_segments(spans: ReplaySpans, switches: list[datetime], shadow_hours: int) -> list[Span]:
+def _logging_segments(spans: ReplaySpans, refreshes: list[datetime], shadow_hours: int) -> list[Span]:
     """The logging span cut where each new FM version's shadow starts and where it starts serving."""
-    edges = sorted({spans.logging.start, spans.logging.end, *switches, *(at - shadow_hours * HOUR for at in switches)})
+    edges = sorted({spans.logging.start, spans.logging.end, *refreshes, *(at + shadow_hours * HOUR for at in refreshes)})
     return [Span(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 

@@ -1,6 +1,6 @@
 """Where a replay's FM refreshes fall: one cadence before the evaluation span, earlier ones a cadence apart,
-never before the FM has learnt from the logging span's first hours and been written in shadow, and a logging
-span too short for a refresh refused by name."""
+never in the logging span's first hours, and a logging span too short for a refresh and its shadow refused
+by name."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def spans(train: int, logging: int, eval_: int) -> ReplaySpans:
     ("hours", "expected"),
     [
         ((60, 36, 24), [72]),  # the default world: one refresh, a day before the evaluation span
-        ((36, 22, 14), [36 + FIRST_VERSION_MIN_HOURS + SHADOW]),  # tiny: the logging span is shorter than a day
+        ((36, 22, 14), [36 + FIRST_VERSION_MIN_HOURS]),  # tiny: the logging span is shorter than a day
         ((107, 65, 43), [124, 148]),  # MovieLens at 24x: two daily refreshes in the logging span
     ],
 )
@@ -35,8 +35,12 @@ def test_daily_refreshes_end_one_day_before_the_evaluation_span(hours: tuple[int
     assert refresh_hours(spans(*hours), "daily", SHADOW) == [T0 + h * HOUR for h in expected]
 
 
-def test_a_longer_shadow_moves_the_first_refresh_so_its_fm_still_learns_from_logging_hours() -> None:
-    assert refresh_hours(spans(36, 22, 14), "daily", 6) == [T0 + (36 + FIRST_VERSION_MIN_HOURS + 6) * HOUR]
+def test_a_longer_shadow_needs_a_longer_logging_span_and_stays_shorter_than_the_cadence() -> None:
+    """Trained at hour 40, the version serves from 40 + shadow: from 44 with 4 h of shadow (4 h left to refresh
+    the VMs on before the evaluation span at 48), from 46 with 6 h (2 h left, fewer than 3: refused)."""
+    assert refresh_hours(spans(36, 12, 14), "daily", 4) == [T0 + 40 * HOUR]
+    with pytest.raises(ValueError, match="too short for an FM refresh: it needs 13 hours"):
+        refresh_hours(spans(36, 12, 14), "daily", 6)
     with pytest.raises(ValueError, match="shadow_hours 24 must be shorter than the FM's refresh cadence"):
         refresh_hours(spans(60, 36, 24), "daily", 24)
 
