@@ -150,7 +150,8 @@ class MemoryTiers:
         entry = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
         vectors, found = self._pairs(np.full(len(entry), user), self.item_neighbours[entry])
         a2a, a2a_mask = weighted_mean(row[found], self.item_similarity[entry][found], vectors[found], n)
-        return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask, a2a, a2a_mask)
+        exposure = np.zeros((n, 6), np.float32)  # the store's counters are not part of this bench
+        return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask, a2a, a2a_mask, exposure)
 
 
 Timed = Callable[[int, np.ndarray], tuple[float, float, float, bool]]  # total, read, model seconds; failed

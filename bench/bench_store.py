@@ -32,6 +32,7 @@ import numpy as np
 import psycopg
 
 from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
+from solaris.store.base import ExposureCounts
 from solaris.store.codec import encode_vectors, to_micros
 from solaris.store.pgcopy import binary_copy_payload
 
@@ -72,7 +73,7 @@ def expires(k: int) -> datetime:
 
 
 def fill(store: FeatureStore, data: Pairs) -> tuple[str, float]:
-    """Write all tiers; returns the version and the seconds spent writing pairs."""
+    """Write all tiers and the exposure counters; returns the version and the seconds spent writing pairs."""
     version = store.register_embedding_version("1", "1", DIM, created_at=T0)
     started = time.perf_counter()
     for k, s in data.batches():
@@ -99,6 +100,11 @@ def fill(store: FeatureStore, data: Pairs) -> tuple[str, float]:
     store.write_item_neighbours(
         "bench", version, items, (items[:, None] + offsets) % ITEM_POOL, rng.uniform(0.1, 1, offsets.shape), T0,
         T0 + EXPIRY_HOURS * HOUR,
+    )
+    counts = rng.integers(0, 30, size=(len(users), 3))  # each user's counters name every item it has a pair for
+    store.write_exposure_counts(
+        "bench", ExposureCounts(users, counts, data.users, data.items, rng.integers(0, 4, size=(len(data.users), 3))),
+        T0, T0 + EXPIRY_HOURS * HOUR,
     )
     return version, seconds
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from solaris.models.features import FEEDING_ORDER, base_matrix
+from solaris import exposure
+from solaris.models.features import FEEDING_ORDER, vm_base_matrix
 from solaris.store.base import TierBatchRead
 
 if TYPE_CHECKING:  # torch: only served_inputs needs it, and the precompute's coverage and the UI do not
@@ -24,7 +25,8 @@ PAIR, A2A, AGG, KNN, NONE = (TIER_NAMES.index(name) for name in ("pair", "a2a", 
 def absent(n: int, dim: int) -> TierBatchRead:
     """A read that found nothing: what the ranker serves when the store is down or too slow."""
     vectors, mask = np.zeros((n, dim), np.float32), np.zeros(n, bool)
-    return TierBatchRead(vectors, mask, vectors, mask, vectors, mask, vectors, mask)
+    counts = np.zeros((n, len(exposure.columns())), np.float32)
+    return TierBatchRead(vectors, mask, vectors, mask, vectors, mask, vectors, mask, counts)
 
 
 def tier_values(read: TierBatchRead) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -76,5 +78,5 @@ def served_inputs(
     on another embedding version)."""
     from solaris.models.vm_data import vm_inputs
 
-    base = base_matrix(user_ids, item_ids, ts_us, positions)
+    base = vm_base_matrix(user_ids, item_ids, ts_us, positions, read.exposure)
     return vm_inputs(vm.config, version, base, tier_values(read))

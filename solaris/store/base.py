@@ -50,6 +50,19 @@ class TierRead:
     knn_mask: np.ndarray  # [n] bool
     a2a: np.ndarray  # [n, d]
     a2a_mask: np.ndarray  # [n] bool
+    exposure: np.ndarray  # [n, 2 * windows] raw counts, as in TierBatchRead
+
+
+@dataclass(frozen=True)
+class ExposureCounts:
+    """Impressions before a time over each window of :data:`solaris.exposure.WINDOWS_H`: per user, and per
+    (user, item) pair the user was shown. Not scoped to an embedding version: every VM reads the same counts."""
+
+    user_ids: np.ndarray  # [n] distinct user ids
+    user_counts: np.ndarray  # [n, windows] non-negative integers
+    pair_user_ids: np.ndarray  # [m] each one of user_ids
+    pair_item_ids: np.ndarray  # [m] item ids below 2**31; (user, item) distinct
+    pair_counts: np.ndarray  # [m, windows] non-negative integers
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,9 @@ class TierBatchRead:
     knn_mask: np.ndarray  # [n] bool
     a2a: np.ndarray  # [n, d]
     a2a_mask: np.ndarray  # [n] bool
+    # [n, 2 * len(exposure.WINDOWS_H)] float32 raw impression counts before the counters' ``created_at``: the
+    # user's per window, then the pair's (exposure.columns()); zeros where the store holds no counters
+    exposure: np.ndarray
 
     def row_for_user(self) -> TierRead:
         """The single-user view; valid when every row belongs to the same user."""
@@ -75,7 +91,8 @@ class TierBatchRead:
         present = bool(self.user_agg_mask[0]) if len(self.user_agg_mask) else False
         user_agg = self.user_agg[0] if len(self.user_agg) else np.zeros(dim, dtype=np.float32)
         return TierRead(
-            self.pair, self.pair_mask, user_agg, present, self.knn, self.knn_mask, self.a2a, self.a2a_mask
+            self.pair, self.pair_mask, user_agg, present, self.knn, self.knn_mask, self.a2a, self.a2a_mask,
+            self.exposure,
         )
 
 
@@ -241,6 +258,15 @@ class FeatureStore(ABC):
         Returns the number of items written (an item with an empty list only loses its old one)."""
 
     @abstractmethod
+    def write_exposure_counts(
+        self, run_id: str, counts: ExposureCounts, created_at: datetime, expires_at: datetime
+    ) -> int:
+        """Replace each listed user's exposure counters (as of ``created_at``) in one transaction, checked whole
+        (a user listed twice, a pair of an unlisted user or listed twice, a negative or non-integer count, a
+        width other than ``len(exposure.WINDOWS_H)``: :class:`StoreError`, nothing written). A user with no
+        pairs still gets a row (its windows may have emptied). Returns the number of users written."""
+
+    @abstractmethod
     def read_tiers_batch(
         self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
     ) -> TierBatchRead:
@@ -337,8 +363,8 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def stats(self, version: str, t: datetime) -> dict[str, TableStats]:
-        """Per table (pair_embeddings, user_aggregates, user_neighbours, item_neighbours): sizes and freshness
-        at ``t``.
+        """Per table (pair_embeddings, user_aggregates, user_neighbours, item_neighbours, exposure_counts): sizes
+        and freshness at ``t``; exposure_counts belongs to no version, so all its rows count for every one.
 
         ``rows`` and the oldest / newest ``created_at`` cover every stored row of the version; ``fresh`` and
         ``expiring_within_hour`` only those a read at ``t`` sees (``created_at <= t < expires_at``).

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from solaris import exposure
 from solaris.embedding_version import VECTOR_DTYPES
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -71,3 +72,49 @@ def decode_lists(data: bytes, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray
         raise ValueError(f"{len(data)} bytes do not hold lists of {slots.tolist()} entries")
     at = np.arange(slots.sum()) + np.repeat(np.cumsum(slots) - slots, slots)
     return words[at].astype(np.int64), words[at + np.repeat(slots, slots)].view("<f4").astype(np.float64)
+
+
+EXPOSURE_WIDTH = len(exposure.WINDOWS_H)  # counts per user, and per pair
+
+
+def exposure_words(slots: np.ndarray) -> np.ndarray:
+    """The int32 words of each user's packed counters, for ``slots`` pairs each."""
+    return EXPOSURE_WIDTH + np.asarray(slots, np.int64) * (1 + EXPOSURE_WIDTH)
+
+
+def _exposure_layout(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the words of users packed back to back lie: each user's counts, each pair's item id, each pair's
+    counts (pairs in user order), as word positions ([n, W], [m], [m, W])."""
+    slots = np.asarray(slots, np.int64)
+    sizes = exposure_words(slots)
+    starts = np.cumsum(sizes) - sizes
+    rank = np.arange(slots.sum()) - np.repeat(np.cumsum(slots) - slots, slots)  # a pair's place in its user
+    item_at = np.repeat(starts + EXPOSURE_WIDTH, slots) + rank
+    window = np.arange(EXPOSURE_WIDTH)
+    pair_at = (np.repeat(starts + EXPOSURE_WIDTH + slots, slots) + rank * EXPOSURE_WIDTH)[:, None] + window
+    return starts[:, None] + window, item_at, pair_at
+
+
+def encode_exposure(
+    user_counts: np.ndarray, slots: np.ndarray, item_ids: np.ndarray, pair_counts: np.ndarray
+) -> list[bytes]:
+    """Each user's W counts, then its ``slots`` item ids, then their W counts each (row-major by item), as
+    little-endian int32: one user's counters as one value, read with its user. Pairs come in user order."""
+    values = np.concatenate([np.ravel(user_counts), np.ravel(item_ids), np.ravel(pair_counts)]).astype(np.int64)
+    if values.size and values.max() >= LIST_ID_LIMIT:
+        raise ValueError(f"an item id or count of {int(values.max())} does not fit the counters (int32)")
+    user_at, item_at, pair_at = _exposure_layout(slots)
+    sizes = exposure_words(slots)
+    words = np.empty(int(sizes.sum()), "<i4")
+    words[user_at], words[item_at], words[pair_at] = user_counts, item_ids, pair_counts
+    return [words[end - size : end].tobytes() for end, size in zip(np.cumsum(sizes).tolist(), sizes.tolist())]
+
+
+def decode_exposure(data: bytes, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Users' counters stored back to back, user r holding ``slots[r]`` pairs: the users' counts [n, W], the
+    pairs' item ids [m] and counts [m, W], pairs in user order."""
+    words = np.frombuffer(data, dtype="<i4")
+    if len(words) != exposure_words(slots).sum():
+        raise ValueError(f"{len(data)} bytes do not hold counters of {np.asarray(slots).tolist()} pairs")
+    user_at, item_at, pair_at = _exposure_layout(slots)
+    return words[user_at].astype(np.int64), words[item_at].astype(np.int64), words[pair_at].astype(np.int64)

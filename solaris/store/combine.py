@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from solaris.store.base import TierBatchRead
-from solaris.store.codec import LIST_ID_LIMIT, decode_lists, decode_vectors, storage_dtype
+from solaris.store.codec import (
+    LIST_ID_LIMIT,
+    decode_exposure,
+    decode_lists,
+    decode_vectors,
+    exposure_words,
+    storage_dtype,
+)
 
 
 @dataclass(frozen=True)
@@ -73,14 +80,15 @@ def weighted_mean(
     return (total / np.where(mask, weight, 1.0)[:, None]).astype(np.float32), mask
 
 
-PAIR_TIER, AGGREGATE_TIER, NEIGHBOUR_TIER, ITEM_LIST = 0, 1, 2, 3
+PAIR_TIER, AGGREGATE_TIER, NEIGHBOUR_TIER, ITEM_LIST, EXPOSURE = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
 class TierRows:
     """The tagged rows of ``read_tiers.sql`` as columns, row i across all of them; ``vectors`` holds the
     rows' bytes back to back: a vector for tiers 0-2, an item's packed list (:func:`~.codec.encode_lists`)
-    for an ``ITEM_LIST`` row, whose ``similarity`` column holds the list's slot count."""
+    for an ``ITEM_LIST`` row, a user's packed counters (:func:`~.codec.encode_exposure`) for an ``EXPOSURE``
+    row; the ``similarity`` column of these two holds the list's slot count, the user's item count."""
 
     tier: np.ndarray
     user_ids: np.ndarray
@@ -97,22 +105,27 @@ class TierRows:
             np.array(similarity, dtype=np.float64), b"".join(blobs),
         )
 
-    def split(self, dim: int, dtype: str) -> tuple[np.ndarray, np.ndarray, bytes]:
-        """(which rows are item lists, the other rows' vectors as float32 [n, dim], the lists' bytes)."""
-        is_list = self.tier == ITEM_LIST
-        lengths = np.where(is_list, 8 * self.similarity.astype(np.int64), dim * storage_dtype(dtype).itemsize)
+    def split(self, dim: int, dtype: str) -> tuple[np.ndarray, np.ndarray, bytes, bytes]:
+        """(which rows hold vectors, their vectors as float32 [n, dim], the item lists' bytes, the counters')."""
+        slots = self.similarity.astype(np.int64)
+        lengths = np.select(
+            [self.tier == ITEM_LIST, self.tier == EXPOSURE], [8 * slots, 4 * exposure_words(slots)],
+            dim * storage_dtype(dtype).itemsize,
+        )
         if lengths.sum() != len(self.vectors):
             raise ValueError(f"{len(self.tier)} tier rows came with {len(self.vectors)} bytes, expected {lengths.sum()}")
         raw = np.frombuffer(self.vectors, np.uint8)
-        in_list = np.repeat(is_list, lengths)
-        return is_list, decode_vectors(raw[~in_list].tobytes(), dim, dtype), raw[in_list].tobytes()
+        byte_tier = np.repeat(self.tier, lengths)
+        lists, counters = (raw[byte_tier == which].tobytes() for which in (ITEM_LIST, EXPOSURE))
+        return self.tier < ITEM_LIST, decode_vectors(raw[byte_tier < ITEM_LIST].tobytes(), dim, dtype), lists, counters
 
 
 def assemble(index: PairIndex, rows: TierRows, dim: int, dtype: str) -> TierBatchRead:
     """The batch read from the tagged rows: every vector decoded by one ``frombuffer``; the neighbour tier
-    is :func:`weighted_mean` over each requested pair's neighbour rows, the A2A tier :func:`similar_items`."""
-    is_list, vectors, lists = rows.split(dim, dtype)
-    tier, users, items, similarity = (a[~is_list] for a in (rows.tier, rows.user_ids, rows.item_ids, rows.similarity))
+    is :func:`weighted_mean` over each requested pair's neighbour rows, the A2A tier :func:`similar_items`, the
+    counters :func:`exposure_counts`."""
+    is_vector, vectors, lists, counters = rows.split(dim, dtype)
+    tier, users, items, similarity = (a[is_vector] for a in (rows.tier, rows.user_ids, rows.item_ids, rows.similarity))
     size = len(index.codes)
 
     def pair_rows(which: int) -> tuple[np.ndarray, np.ndarray]:
@@ -126,16 +139,33 @@ def assemble(index: PairIndex, rows: TierRows, dim: int, dtype: str) -> TierBatc
     rows_of, at = pair_rows(NEIGHBOUR_TIER)
     knn, knn_mask = weighted_mean(at, similarity[rows_of].astype(np.float64), vectors[rows_of], size)
     own = np.flatnonzero(tier == PAIR_TIER)  # every fresh pair of the requested users, requested or not
+    is_list = rows.tier == ITEM_LIST
     listed = ItemLists.decode(rows.item_ids[is_list], rows.similarity[is_list].astype(np.int64), lists)
     a2a, a2a_mask = similar_items(index, users[own], items[own], vectors[own], listed)
     rows_of = np.flatnonzero(tier == AGGREGATE_TIER)
     user_agg, user_mask = scatter(np.searchsorted(index.users, users[rows_of]), vectors[rows_of], len(index.users))
+    is_exposure = rows.tier == EXPOSURE
+    user_counts, pair_counts = exposure_counts(
+        index, rows.user_ids[is_exposure], rows.similarity[is_exposure].astype(np.int64), counters
+    )
     row = index.inverse
     row_user = index.user_rank[row]
     return TierBatchRead(
         pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row], a2a[row],
-        a2a_mask[row],
+        a2a_mask[row], np.concatenate([user_counts[row_user], pair_counts[row]], axis=1),
     )
+
+
+def exposure_counts(
+    index: PairIndex, user_ids: np.ndarray, slots: np.ndarray, data: bytes
+) -> tuple[np.ndarray, np.ndarray]:
+    """The counters of the requested users that have them (``user_ids``, with ``slots`` pairs each): per
+    requested user [users, W] and per requested pair [codes, W], float32, zeros where the store has none."""
+    user_counts, item_ids, pair_counts = decode_exposure(data, slots)
+    per_user, _ = scatter(np.searchsorted(index.users, user_ids), user_counts, len(index.users))
+    requested, at = index.locate(np.repeat(user_ids, slots), item_ids)
+    per_pair, _ = scatter(at, pair_counts[requested], len(index.codes))
+    return per_user, per_pair
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,12 @@ class PostgresFeatureStore(SqlFeatureStore):
         with self._engine.connect() as conn:
             self._analyze_if_stale(conn, "item_neighbours")
 
+    def _write_exposure(self, batch: validate.ExposureBatch) -> None:
+        with self._engine.begin() as conn:
+            conn.exec_driver_sql(self._sql("upsert_exposure_counts"), batch.rows())
+        with self._engine.connect() as conn:
+            self._analyze_if_stale(conn, "exposure_counts")
+
     def _analyze_if_stale(self, conn: Connection, table: str, new_version: bool = False) -> None:
         """ANALYZE a table PostgreSQL has never analyzed (a new expiry-hour partition, a new store's tables),
         or a pair partition the write brought a version its statistics do not know.

@@ -22,6 +22,7 @@ from solaris.store import validate
 from solaris.store.base import (
     RUN_STATUSES,
     EmbeddingVersion,
+    ExposureCounts,
     FeatureStore,
     RunRecord,
     StoreError,
@@ -33,7 +34,7 @@ from solaris.store.combine import PairIndex, TierRows, assemble
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
 
-EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours")
+EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours", "exposure_counts")
 
 
 def version_id(fm_version: str, ae_version: str, dim: int, dtype: str) -> str:
@@ -134,6 +135,10 @@ class SqlFeatureStore(FeatureStore):
     def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
         """Upsert each item's packed list (:func:`~solaris.store.codec.encode_lists`) in one transaction."""
 
+    @abstractmethod
+    def _write_exposure(self, batch: validate.ExposureBatch) -> None:
+        """Upsert each user's packed counters in one transaction."""
+
     def write_pair_embeddings(
         self,
         run_id: str,
@@ -208,6 +213,14 @@ class SqlFeatureStore(FeatureStore):
                 raise StoreError(f"item lists: {error}") from None
             self._write_item_lists(stamp, batch.owners, lists)
         return len(batch.owners)
+
+    def write_exposure_counts(
+        self, run_id: str, counts: ExposureCounts, created_at: datetime, expires_at: datetime
+    ) -> int:
+        batch = validate.exposure_batch(run_id, created_at, expires_at, counts)
+        if len(batch.user_ids):
+            self._write_exposure(batch)
+        return len(batch.user_ids)
 
     # -- reads ------------------------------------------------------------------------------------------
 

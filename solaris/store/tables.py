@@ -75,7 +75,16 @@ def build_metadata(dialect: str) -> MetaData:
         *_times(),
         Column("run_id", Text, nullable=False),
     )
-    for table in (pairs, aggregates, neighbours, items):
+    exposure = Table(
+        "exposure_counts",
+        md,
+        Column("user_id", BigInteger, primary_key=True, autoincrement=False),
+        Column("counts", LargeBinary, nullable=False),
+        Column("item_count", Integer, nullable=False),
+        *_times(),
+        Column("run_id", Text, nullable=False),
+    )
+    for table in (pairs, aggregates, neighbours, items, exposure):
         Index(f"{table.name}_expires_at", table.c.expires_at)
     Table(
         "precompute_runs",

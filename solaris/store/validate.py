@@ -10,8 +10,8 @@ from datetime import datetime
 
 import numpy as np
 
-from solaris.store.base import EmbeddingVersion, StoreError
-from solaris.store.codec import encode_vectors, to_micros
+from solaris.store.base import EmbeddingVersion, ExposureCounts, StoreError
+from solaris.store.codec import EXPOSURE_WIDTH, encode_exposure, encode_vectors, to_micros
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,26 @@ class NeighbourBatch:
     similarities: np.ndarray
 
 
-def stamp(run_id: str, version: EmbeddingVersion, created_at: datetime, expires_at: datetime) -> Stamp:
+@dataclass(frozen=True)
+class ExposureBatch:
+    """Users' exposure counters in user order, each user's packed (:func:`~solaris.store.codec.encode_exposure`)."""
+
+    run_id: str
+    created_at: int
+    expires_at: int
+    user_ids: np.ndarray
+    item_counts: np.ndarray  # pairs per user
+    counts: list[bytes]
+
+    def rows(self) -> list[tuple]:
+        """(user_id, counts, item_count, created_at, expires_at, run_id) per user, as the upserts bind them."""
+        times = (self.created_at, self.expires_at, self.run_id)
+        per_user = zip(self.user_ids.tolist(), self.counts, self.item_counts.tolist(), strict=True)
+        return [(user, packed, n, *times) for user, packed, n in per_user]
+
+
+def run_times(run_id: str, created_at: datetime, expires_at: datetime) -> tuple[int, int]:
+    """What every batch's rows share, checked: a run id, and (as micros) a creation then a later expiry."""
     if not isinstance(run_id, str) or not run_id:
         raise StoreError(f"run_id must be a non-empty string, got {run_id!r}")
     created, expires = to_micros(created_at, "created_at"), to_micros(expires_at, "expires_at")
@@ -61,7 +80,11 @@ def stamp(run_id: str, version: EmbeddingVersion, created_at: datetime, expires_
         raise StoreError(
             f"expires_at={expires_at.isoformat()} is not after created_at={created_at.isoformat()}"
         )
-    return Stamp(run_id, version.version_id, created, expires)
+    return created, expires
+
+
+def stamp(run_id: str, version: EmbeddingVersion, created_at: datetime, expires_at: datetime) -> Stamp:
+    return Stamp(run_id, version.version_id, *run_times(run_id, created_at, expires_at))
 
 
 def ids(values: np.ndarray, name: str, n: int | None = None) -> np.ndarray:
@@ -88,6 +111,19 @@ def finite(values: np.ndarray, name: str, shape: tuple[int, ...], dtype: str = "
     if bad.any():
         raise StoreError(f"{name} row {int(np.argmax(bad))} holds NaN or infinite values (as {dtype})")
     return cast
+
+
+def window_counts(values: np.ndarray, name: str, n: int) -> np.ndarray:
+    """[n, windows] non-negative integer counts, one column per window of :data:`solaris.exposure.WINDOWS_H`."""
+    arr = np.asarray(values)
+    if arr.shape != (n, EXPOSURE_WIDTH):
+        raise StoreError(f"{name} has shape {arr.shape}, expected {(n, EXPOSURE_WIDTH)}: one column per window")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise StoreError(f"{name} must hold integer counts, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise StoreError(f"{name} row {int(np.argmin(arr.min(axis=1)))} holds a negative count ({int(arr.min())})")
+    return arr
 
 
 def vectors(values: np.ndarray, version: EmbeddingVersion, n: int) -> np.ndarray:
@@ -171,3 +207,29 @@ def neighbour_batch(
         raise StoreError(f"neighbour_ids row {int(row[np.argmax(flat == owners[row])])} lists the {owner} itself")
     unique_keys([owners[row], flat], f"({owner}_id, neighbour_id)")
     return NeighbourBatch(stamp_, owners, owners[row], flat, sims[row, col])
+
+
+def exposure_batch(run_id: str, created_at: datetime, expires_at: datetime, batch: ExposureCounts) -> ExposureBatch:
+    """The users sorted, each one's pairs sorted by item, so a rerun of the same counts stores the same bytes."""
+    created, expires = run_times(run_id, created_at, expires_at)
+    users = ids(batch.user_ids, "user_ids")
+    unique_keys([users], "user_id")
+    user_counts = window_counts(batch.user_counts, "user_counts", len(users))
+    pair_users = ids(batch.pair_user_ids, "pair_user_ids")
+    items = ids(batch.pair_item_ids, "pair_item_ids", len(pair_users))
+    pair_counts = window_counts(batch.pair_counts, "pair_counts", len(pair_users))
+    unlisted = ~np.isin(pair_users, users)
+    if unlisted.any():
+        at = int(np.argmax(unlisted))
+        raise StoreError(f"pair_user_ids row {at} is user {int(pair_users[at])}, which user_ids does not list")
+    unique_keys([pair_users, items], "(user_id, item_id)")
+    order = np.argsort(users)
+    users = users[order]
+    owner = np.searchsorted(users, pair_users)
+    by_user = np.lexsort((items, owner))
+    slots = np.bincount(owner, minlength=len(users))
+    try:
+        packed = encode_exposure(user_counts[order], slots, items[by_user], pair_counts[by_user])
+    except ValueError as error:
+        raise StoreError(f"exposure counts: {error}") from None
+    return ExposureBatch(run_id, created, expires, users, slots, packed)

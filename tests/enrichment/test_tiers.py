@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from solaris import exposure
 from solaris.enrichment.tiers import (
     TIER_NAMES,
     absent,
@@ -20,7 +21,8 @@ def _read(masks: dict[str, list[bool]]) -> TierBatchRead:
     n = len(next(iter(masks.values())))
     zeros = np.zeros((n, 2), np.float32)
     m = {tier: np.array(masks.get(tier, [False] * n)) for tier in TIERS}
-    return TierBatchRead(zeros, m["pair"], zeros, m["agg"], zeros, m["knn"], zeros, m["a2a"])
+    counts = np.zeros((n, len(exposure.columns())), np.float32)
+    return TierBatchRead(zeros, m["pair"], zeros, m["agg"], zeros, m["knn"], zeros, m["a2a"], counts)
 
 
 def test_the_feeding_order_names_every_store_tier_once_then_none() -> None:

@@ -9,6 +9,7 @@ import numpy as np
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
+from solaris.store.base import ExposureCounts
 
 US = HOUR / 3_600_000_000
 T = T0 + 3 * HOUR
@@ -24,6 +25,9 @@ def write_at_boundary(store: FeatureStore, version: str) -> None:
         store.write_user_aggregates("r", version, users, vecs(1, seed=user), np.array([3]), 24, created, expires)
         store.write_user_neighbours("r", version, users, np.array([[5]]), np.array([[0.5]]), created, expires)
         store.write_item_neighbours("r", version, users, np.array([[5]]), np.array([[0.5]]), created, expires)
+        none = np.zeros(0, np.int64)
+        counts = ExposureCounts(users, np.ones((1, 3), np.int64), none, none, np.zeros((0, 3), np.int64))
+        store.write_exposure_counts("r", counts, created, expires)
 
 
 def test_a_row_expiring_at_t_is_not_counted_fresh_at_t(store: FeatureStore, version: str) -> None:
@@ -31,7 +35,7 @@ def test_a_row_expiring_at_t_is_not_counted_fresh_at_t(store: FeatureStore, vers
     at_t = store.stats(version, T)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in at_t.items()} == {
         "pair_embeddings": (2, 1, 1), "user_aggregates": (2, 1, 1), "user_neighbours": (2, 1, 1),
-        "item_neighbours": (2, 1, 1),
+        "item_neighbours": (2, 1, 1), "exposure_counts": (2, 1, 1),
     }
     assert at_t["pair_embeddings"].fresh_share == 0.5
 
@@ -43,11 +47,12 @@ def test_both_rows_are_fresh_a_microsecond_before_and_none_a_microsecond_after(
     before = store.stats(version, T - US)
     assert {name: (s.fresh, s.expiring_within_hour) for name, s in before.items()} == {
         "pair_embeddings": (2, 2), "user_aggregates": (2, 2), "user_neighbours": (2, 2), "item_neighbours": (2, 2),
+        "exposure_counts": (2, 2),
     }
     after = store.stats(version, T + US)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in after.items()} == {
         "pair_embeddings": (2, 0, 0), "user_aggregates": (2, 0, 0), "user_neighbours": (2, 0, 0),
-        "item_neighbours": (2, 0, 0),
+        "item_neighbours": (2, 0, 0), "exposure_counts": (2, 0, 0),
     }
 
 

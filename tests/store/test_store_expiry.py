@@ -30,7 +30,7 @@ def test_expire_deletes_exactly_the_expired_rows_in_batches(store: FeatureStore,
     # The T0+1h rows sit in the partition [T0+1h, T0+2h), not wholly expired at T0+1h: deleted row by row.
     assert first == {
         "pair_embeddings": 5, "user_aggregates": 0, "user_neighbours": 0, "item_neighbours": 2,
-        "pair_partitions_dropped": 0,
+        "exposure_counts": 0, "pair_partitions_dropped": 0,
     }
     assert count_rows(store, "pair_embeddings") == 11
     assert count_rows(store, "item_neighbours") == 1  # one row per item list

@@ -8,20 +8,23 @@ import pytest
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
+from solaris.store.base import ExposureCounts
 
 H = T0  # the hour a backfill re-runs; rows below are written for hour H+2
 US = HOUR / 3_600_000_000  # one microsecond, the store's resolution
 
 
 def write_future_rows(store: FeatureStore, version: str) -> np.ndarray:
-    """User 1: pair (1, 10), an aggregate and neighbour 2, whose pair (2, 10) feeds its knn tier; all
-    created at H+2 and expiring at H+5."""
+    """User 1: pair (1, 10), an aggregate, neighbour 2, whose pair (2, 10) feeds its knn tier, and exposure
+    counters; all created at H+2 and expiring at H+5."""
     v = vecs(3, seed=11)
     created, expires = H + 2 * HOUR, H + 5 * HOUR
     users, items = np.array([1, 2]), np.array([10, 10])
     store.write_pair_embeddings("h2", version, users, items, v[:2], np.ones(2), created, expires)
     store.write_user_aggregates("h2", version, np.array([1]), v[2:], np.array([3]), 24, created, expires)
     store.write_user_neighbours("h2", version, np.array([1]), np.array([[2]]), np.array([[0.8]]), created, expires)
+    shown = ExposureCounts(np.array([1]), np.ones((1, 3), int), np.array([1]), np.array([10]), np.ones((1, 3), int))
+    store.write_exposure_counts("h2", shown, created, expires)
     return v
 
 
@@ -35,13 +38,14 @@ def test_a_row_created_later_is_invisible_to_an_earlier_read(store: FeatureStore
     for before in (H, H + HOUR, H + 2 * HOUR - US):
         assert tiers(store, version, before) == (False, False, False), before
         got = store.read_tiers(version, 1, np.array([10]), before)
-        assert not got.pair.any() and not got.user_agg.any() and not got.knn.any()
+        assert not got.pair.any() and not got.user_agg.any() and not got.knn.any() and not got.exposure.any()
     for during in (H + 2 * HOUR, H + 3 * HOUR, H + 5 * HOUR - US):
         assert tiers(store, version, during) == (True, True, True), during
     got = store.read_tiers(version, 1, np.array([10]), H + 2 * HOUR)
     np.testing.assert_array_equal(got.pair[0], v[0])
     np.testing.assert_array_equal(got.user_agg, v[2])
     np.testing.assert_allclose(got.knn[0], v[1], rtol=1e-6)
+    assert got.exposure.tolist() == [[1] * 6]
     assert tiers(store, version, H + 5 * HOUR) == (False, False, False)
 
 
@@ -86,11 +90,12 @@ def test_stats_count_as_fresh_only_rows_created_by_t(store: FeatureStore, versio
     early = store.stats(version, H + HOUR)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in early.items()} == {
         "pair_embeddings": (2, 0, 0), "user_aggregates": (1, 0, 0), "user_neighbours": (1, 0, 0),
-        "item_neighbours": (0, 0, 0),
+        "item_neighbours": (0, 0, 0), "exposure_counts": (1, 0, 0),
     }
     late = store.stats(version, H + 4.5 * HOUR)
     assert {name: (s.fresh, s.expiring_within_hour) for name, s in late.items()} == {
         "pair_embeddings": (2, 2), "user_aggregates": (1, 1), "user_neighbours": (1, 1), "item_neighbours": (0, 0),
+        "exposure_counts": (1, 1),
     }
 
 

@@ -8,6 +8,7 @@ import pytest
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
+from solaris.store.base import ExposureCounts
 from solaris.store.codec import to_micros
 from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.readers import ReaderConnections
@@ -135,6 +136,12 @@ def test_serving_reads_join_by_hash_as_written_and_after_a_full_analyze(store: F
     assert got.pair_mask.tolist() == [True, True, True, False] and got.knn_mask.tolist() == [True, True, True, False]
 
 
+def shown_once(n: int) -> ExposureCounts:
+    """Users 0..n-1, each shown its own item once."""
+    users, ones = np.arange(n), np.ones((n, 3), int)
+    return ExposureCounts(users, ones, users, users, ones)
+
+
 @pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_writes_leave_statistics_on_tables_postgresql_never_analyzed(store: FeatureStore, version: str) -> None:
     """Without statistics the planner reads every row of a version to find one user's neighbours."""
@@ -152,6 +159,7 @@ def test_writes_leave_statistics_on_tables_postgresql_never_analyzed(store: Feat
     store.write_user_aggregates("r", version, np.arange(5), vecs(5), np.ones(5, dtype=int), 24, T0, T0 + HOUR)
     store.write_user_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
     store.write_item_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
+    store.write_exposure_counts("r", shown_once(5), T0, T0 + HOUR)
     assert never_analyzed() == ["embedding_versions", "precompute_runs"]
 
 
@@ -170,6 +178,7 @@ def test_writes_leave_statistics_on_tables_sqlite_never_analyzed(store: FeatureS
     store.write_user_aggregates("r", version, np.arange(5), vecs(5), np.ones(5, dtype=int), 24, T0, T0 + HOUR)
     store.write_user_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
     store.write_item_neighbours("r", version, np.arange(5), np.full((5, 1), 9), np.ones((5, 1)), T0, T0 + HOUR)
-    assert analyzed() == ["item_neighbours", "pair_embeddings", "user_aggregates", "user_neighbours"]
+    store.write_exposure_counts("r", shown_once(5), T0, T0 + HOUR)
+    assert analyzed() == ["exposure_counts", "item_neighbours", "pair_embeddings", "user_aggregates", "user_neighbours"]
     got = store.read_tiers(version, 0, np.array([0, 1]), T0)
     assert got.pair_mask.tolist() == [True, False]

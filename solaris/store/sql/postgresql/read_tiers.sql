@@ -4,6 +4,7 @@
 --   1 aggregate:  user_id, vector (item_id -1)
 --   2 neighbour:  user_id, item_id, similarity, vector (a fresh neighbour's fresh pair; similarity > 0)
 --   3 item list:  item_id, its slot count (as similarity), its packed list of similar items (user_id -1)
+--   4 exposure:   user_id, its item count (as similarity), its packed counters (item_id -1; any version)
 -- and come back as one row of columns (arrays, and the rows' bytes back to back, in the same order),
 -- read in binary straight into numpy: one result row, not one Python tuple per tier row.
 -- %(users)s and %(items)s are the distinct requested ids; the store keeps the requested (user, item) pairs
@@ -48,6 +49,10 @@ WITH neighbours AS MATERIALIZED (
     FROM user_aggregates
     WHERE version_id = %(version)s AND user_id = ANY(%(users)s::bigint[])
       AND created_at <= %(t)s AND expires_at > %(t)s
+    UNION ALL
+    SELECT 4, user_id, -1, item_count::real, counts
+    FROM exposure_counts
+    WHERE user_id = ANY(%(users)s::bigint[]) AND created_at <= %(t)s AND expires_at > %(t)s
 )
 SELECT coalesce(array_agg(tier), '{}'), coalesce(array_agg(user_id), '{}'), coalesce(array_agg(item_id), '{}'),
        coalesce(array_agg(similarity), '{}'), coalesce(string_agg(vector, ''::bytea), ''::bytea)

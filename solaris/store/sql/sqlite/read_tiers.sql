@@ -4,6 +4,7 @@
 --   1 aggregate:  user_id, vector (item_id -1)
 --   2 neighbour:  user_id, item_id, similarity, vector (a fresh neighbour's fresh pair; similarity > 0)
 --   3 item list:  item_id, its slot count (as similarity), its packed list of similar items (user_id -1)
+--   4 exposure:   user_id, its item count (as similarity), its packed counters (item_id -1; any version)
 -- :users and :items are JSON arrays of the distinct requested ids; the store keeps the requested (user,
 -- item) pairs of the users x items answer and matches the A2A tier's lists to the user's pairs in numpy.
 -- `sources` lists whose pairs each requested user needs (itself for tier 0, its neighbours for tier 2);
@@ -43,3 +44,8 @@ SELECT 1, a.user_id, -1, 0.0, a.vector
 FROM json_each(:users) AS u
 CROSS JOIN user_aggregates AS a
 WHERE a.version_id = :version AND a.user_id = u.value AND a.created_at <= :t AND a.expires_at > :t
+UNION ALL
+SELECT 4, e.user_id, -1, e.item_count, e.counts
+FROM json_each(:users) AS u
+CROSS JOIN exposure_counts AS e
+WHERE e.user_id = u.value AND e.created_at <= :t AND e.expires_at > :t

@@ -61,6 +61,20 @@ CREATE TABLE IF NOT EXISTS item_neighbours (
 );
 CREATE INDEX IF NOT EXISTS item_neighbours_expires_at ON item_neighbours (expires_at);
 
+-- Each user's impression counters (solaris/exposure.py), one row per user, not scoped to an embedding
+-- version: its count per window, then the item ids it was shown, then each one's count per window, as
+-- little-endian int32 (codec.encode_exposure); item_count says how many items. A read fetches the requested
+-- users' rows by key: one row per user, not one per (user, item).
+CREATE TABLE IF NOT EXISTS exposure_counts (
+    user_id BIGINT NOT NULL PRIMARY KEY,
+    counts BLOB NOT NULL,
+    item_count INTEGER NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    run_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS exposure_counts_expires_at ON exposure_counts (expires_at);
+
 CREATE TABLE IF NOT EXISTS precompute_runs (
     run_id TEXT NOT NULL PRIMARY KEY,
     interval_start BIGINT NOT NULL,
