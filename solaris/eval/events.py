@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
-from solaris.models.features import US_PER_HOUR, HistoryIndex, base_matrix, fm_matrix, hour_start_matrix, ts_micros
+from solaris.models.features import US_PER_HOUR, VM_BASE_COLUMNS, HistoryIndex, fm_matrix, hour_start_matrix, ts_micros
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.splits import Span
-from solaris.serving.served_rows import base_columns, joined, served_matrix
+from solaris.serving.served_rows import joined, served_matrix
 
 SERVED_COLUMNS = ["request_id", "ts", "user_id", "item_id", "position"]
 
@@ -28,8 +28,8 @@ class ServedEvents:
     click: np.ndarray  # (n,) float32
     fm_click: np.ndarray  # (n,) the FM's click probability, from the history strictly before the impression
     fm_click_hourly: np.ndarray  # (n,) the same as the precompute computes it: as of the hour's start, position 0
-    base: np.ndarray  # (n, 4) the base VM's inputs
-    served: np.ndarray  # (n, 4 + 3 * (code_dim + 1)) the SOLARIS VM's inputs as served
+    base: np.ndarray  # (n, 10) the base VM's inputs as served: ids, hour, position, counters
+    served: np.ndarray  # (n, 10 + 4 * (code_dim + 1)) the SOLARIS VM's inputs as served
     tiers: np.ndarray  # (n,) int8 tier that fed each row
     hours: np.ndarray  # (n,) int64 hour index since the epoch, to split a span by time
     requests: np.ndarray  # (n,) int64 request id, the bootstrap's unit (a row without one is its own request)
@@ -62,12 +62,13 @@ def served_events(
     fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
     ts = ts_micros(shown["ts"])
     fm_click_hourly = embed(fm, hour_start_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
+    inputs = served_matrix(shown, served)
     return ServedEvents(
         click=shown["click"].to_numpy().astype(np.float32),
         fm_click=fm_click.astype(np.float32),
         fm_click_hourly=fm_click_hourly.astype(np.float32),
-        base=base_matrix(*base_columns(shown)),
-        served=served_matrix(shown, served),
+        base=inputs[:, : len(VM_BASE_COLUMNS)],
+        served=inputs,
         tiers=served["tier"].to_numpy().astype(np.int8),
         hours=ts // US_PER_HOUR,
         requests=_request_ids(shown),

@@ -34,9 +34,17 @@ def check_fm_refresh(fm_refresh: str) -> str:
     return fm_refresh
 
 
+BASE_VM_INPUTS = (
+    "ids, side features, hour of day, position and the exposure counters a production ranker keeps (the user's "
+    "and the (user, item) pair's impressions over 6, 24 and 72 hours, as of the hour's start, read from the "
+    "store as served); every VM variant sees them, so a transfer ratio counts only what the FM adds"
+)
+
+
 def protocol(fm_refresh: str) -> dict[str, str]:
-    """What ``report.json`` states: the cadence, and which FM the transfer ratio divides by."""
+    """What ``report.json`` states: the cadence, which FM the transfer ratio divides by, what the base VM sees."""
     return {
+        "base_vm": BASE_VM_INPUTS,
         "fm_refresh": check_fm_refresh(fm_refresh),
         "fm_reference": (
             f"{FM!r}: {_SERVED_FM[fm_refresh]}, scored on every evaluation impression from its history strictly "

@@ -13,9 +13,9 @@ import numpy as np
 
 from solaris.eval.events import ServedEvents
 from solaris.eval.protocol import ALL_TIERS
-from solaris.models.features import BASE_COLUMNS, FEEDING_ORDER
+from solaris.models.features import FEEDING_ORDER
 from solaris.models.training import FitConfig, refresh_vm
-from solaris.models.vm import TIERS, VerticalModel, score
+from solaris.models.vm import TIERS, VerticalModel, score, tier_columns
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,9 @@ def inputs(v: Variant, events: ServedEvents, code_dim: int) -> np.ndarray:
     if not v.tiers:
         return events.base
     x = events.served.copy()
-    for k, tier in enumerate(TIERS):
+    for tier in TIERS:
         if tier not in v.tiers:
-            start = len(BASE_COLUMNS) + k * (code_dim + 1)
-            x[:, start : start + code_dim + 1] = 0.0
+            x[:, tier_columns(code_dim, tier)] = 0.0
     return x
 
 

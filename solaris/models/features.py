@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from solaris import exposure
+
 MAX_EXACT_ID = 2**24
 US_PER_HOUR = 3_600_000_000
 HISTORY_FIELDS = ("h_item", "h_click", "h_conv", "h_gap")
@@ -27,11 +29,16 @@ TIERS = ("pair", "agg", "knn", "a2a")  # the store's tiers, in the order the VM'
 # hold a pair code and every other tier, the mean cosine of each tier's value to the pair code is a2a 0.958,
 # user aggregate 0.907, neighbours 0.864 (the serving FM version, 20,654 rows); the NE ladder agrees.
 FEEDING_ORDER = ("pair", "a2a", "agg", "knn")
-EXPOSURE_WINDOWS_H = (6, 24, 72)
+# What every VM sees besides the tiers: the base columns and the exposure counters as the store serves them.
+VM_BASE_COLUMNS = BASE_COLUMNS + exposure.columns()
 
 
 def ts_micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def hour_start(ts_us: np.ndarray) -> np.ndarray:
+    return np.asarray(ts_us, dtype=np.int64) // US_PER_HOUR * US_PER_HOUR
 
 
 def hour_of_day(ts_us: np.ndarray) -> np.ndarray:
@@ -129,7 +136,12 @@ class HistoryIndex:
         return int(self.user.size)
 
     def exposure_counts(self, users: np.ndarray, items: np.ndarray, ts_us: np.ndarray) -> np.ndarray:
-        """log1p counts of the user's impressions, and of this (user, item) pair, in each window before ts.
+        """log1p of :meth:`exposure_raw`: the FM's and the VMs' counter inputs."""
+        return np.log1p(self.exposure_raw(users, items, ts_us)).astype(np.float32)
+
+    def exposure_raw(self, users: np.ndarray, items: np.ndarray, ts_us: np.ndarray) -> np.ndarray:
+        """Counts of the user's impressions, and of this (user, item) pair, in each window before ts
+        (columns :func:`solaris.exposure.columns`), int64.
 
         Fatigue builds over more impressions than a history of N slots holds; counts over fixed windows
         carry it whatever N is.
@@ -141,10 +153,14 @@ class HistoryIndex:
             lo = np.searchsorted(sorted_keys, query, side="left")
             hi = np.searchsorted(sorted_keys, query, side="right")
             end = segment_searchsorted(sorted_ts, lo, hi, ts_us)
-            for hours in EXPOSURE_WINDOWS_H:
+            for hours in exposure.WINDOWS_H:
                 start = segment_searchsorted(sorted_ts, lo, hi, ts_us - hours * US_PER_HOUR)
-                columns.append(np.log1p(end - start))
-        return np.stack(columns, axis=1).astype(np.float32)
+                columns.append(end - start)
+        return np.stack(columns, axis=1).reshape(len(users), len(columns)).astype(np.int64)
+
+    def served_exposure(self, users: np.ndarray, items: np.ndarray, ts_us: np.ndarray) -> np.ndarray:
+        """The raw counts the store serves at ``ts``: as of the start of its hour, when the precompute wrote them."""
+        return self.exposure_raw(users, items, hour_start(ts_us))
 
     def lookup(self, users: np.ndarray, ts_us: np.ndarray, n: int) -> History:
         """The last ``n`` impressions of each user strictly before each ``ts`` (most recent first)."""
@@ -191,10 +207,6 @@ def pair_key(users: np.ndarray, items: np.ndarray) -> np.ndarray:
     return users * MAX_EXACT_ID + items
 
 
-def exposure_columns() -> tuple[str, ...]:
-    return tuple(f"n_{who}_{h}h" for who in ("user", "pair") for h in EXPOSURE_WINDOWS_H)
-
-
 def history_columns(n: int) -> tuple[str, ...]:
     return tuple(f"{field}_{i}" for field in HISTORY_FIELDS for i in range(n))
 
@@ -212,6 +224,17 @@ def base_matrix(users: np.ndarray, items: np.ndarray, ts_us: np.ndarray, positio
     ).astype(np.float32)
 
 
+def vm_base_matrix(
+    users: np.ndarray, items: np.ndarray, ts_us: np.ndarray, position: np.ndarray, exposure_raw: np.ndarray
+) -> np.ndarray:
+    """The columns of :data:`VM_BASE_COLUMNS` from raw exposure counts (the store's, or
+    :meth:`HistoryIndex.served_exposure`'s: the same values)."""
+    counts = np.asarray(exposure_raw, np.float64)
+    if counts.shape != (len(users), len(exposure.columns())) or (counts < 0).any():
+        raise ValueError(f"exposure counts of shape {counts.shape} cannot feed {len(users)} rows")
+    return np.concatenate([base_matrix(users, items, ts_us, position), np.log1p(counts)], axis=1, dtype=np.float32)
+
+
 def fm_matrix(impressions: pa.Table, index: HistoryIndex, n: int) -> np.ndarray:
     """FM inputs for logged impressions: base columns, exposure counts, then the history, all as of each
     impression's ts."""
@@ -224,8 +247,8 @@ def hour_start_matrix(impressions: pa.Table, index: HistoryIndex, n: int) -> np.
     """FM inputs for logged impressions as the precompute builds them: as of the start of each impression's
     hour, at position 0 (the precompute embeds before the hour's requests and knows no position)."""
     users, items = impressions["user_id"].to_numpy(), impressions["item_id"].to_numpy()
-    hour_start = ts_micros(impressions["ts"]) // US_PER_HOUR * US_PER_HOUR
-    return pair_matrix(users, items, hour_start, np.zeros(len(hour_start), np.int64), index, n)
+    start = hour_start(ts_micros(impressions["ts"]))
+    return pair_matrix(users, items, start, np.zeros(len(start), np.int64), index, n)
 
 
 def pair_matrix(

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from solaris.models.features import BASE_COLUMNS, IdTable, exposure_columns, history_columns
+from solaris import exposure
+from solaris.models.features import BASE_COLUMNS, IdTable, history_columns
 from solaris.models.layers import SideEmbedding, base_logit, mlp, resolve_device, shrink_embeddings
 
 TASKS = ("click", "conversion")
@@ -33,7 +34,7 @@ class FMConfig:
     dropout: float = 0.1
 
     def columns(self) -> tuple[str, ...]:
-        return BASE_COLUMNS + exposure_columns() + history_columns(self.history)
+        return BASE_COLUMNS + exposure.columns() + history_columns(self.history)
 
     def as_params(self) -> dict[str, int]:
         return asdict(self)
@@ -49,7 +50,7 @@ class FoundationModel(nn.Module):
         self.hour = nn.Embedding(24, d)
         self.outcome = nn.Embedding(4, d)
         self.gap = nn.Linear(1, d)
-        self.exposure = nn.Linear(len(exposure_columns()), d)
+        self.exposure = nn.Linear(len(exposure.columns()), d)
         self.match = nn.Linear(1 + len(items.names), d)
         self.evidence = mlp([1 + len(items.names) + 3, d, d], final_activation=True)
         self.slot = nn.Sequential(nn.ReLU(), nn.Linear(d, d))
@@ -68,8 +69,8 @@ class FoundationModel(nn.Module):
         hour = self.hour(x[:, 2].long().clamp(0, 23))
         u, i = self.user(user_rows), self.item(item_rows)
 
-        n_base, n_counts = len(BASE_COLUMNS), len(exposure_columns())
-        exposure = self.exposure(x[:, n_base : n_base + n_counts])
+        n_base, n_counts = len(BASE_COLUMNS), len(exposure.columns())
+        counts = self.exposure(x[:, n_base : n_base + n_counts])
         hist = x[:, n_base + n_counts :].reshape(n, 4, h)
         h_item, h_click, h_conv, h_gap = hist[:, 0], hist[:, 1], hist[:, 2], hist[:, 3]
         mask = h_item >= 0
@@ -98,7 +99,7 @@ class FoundationModel(nn.Module):
         count = mask.sum(dim=1, keepdim=True).float()
         mean = slots.sum(dim=1) / count.clamp(min=1)
 
-        features = torch.cat([u, i, u * i, hour, exposure, attended, mean, evidence, torch.log1p(count)], dim=-1)
+        features = torch.cat([u, i, u * i, hour, counts, attended, mean, evidence, torch.log1p(count)], dim=-1)
         embedding = self.interaction(self.dropout(features))
         position = x[:, 3].long().clamp(0, self.config.max_position - 1)
         logits = self.heads(embedding) + self.position_bias(position)

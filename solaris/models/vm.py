@@ -1,6 +1,8 @@
 """The vertical models: small, fast click models (a few id embeddings and an MLP).
 
-``base`` and ``distilled`` see ids, side features, hour and position. ``solaris`` and ``solaris_distilled``
+``base`` and ``distilled`` see ids, side features, hour, position and the exposure counters a production
+ranker has (the user's and the pair's impressions over 6/24/72 hours, log1p, as of the hour's start: what
+the store serves). ``solaris`` and ``solaris_distilled``
 also see four embedding tiers — the pair code, the user's 24-hour aggregate code, the neighbours' (KNN)
 code and the user's codes for similar items (A2A) — each followed by a presence flag, with zeros when
 absent, so one model serves every coverage tier.
@@ -15,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from solaris.models.features import BASE_COLUMNS, TIERS, IdTable
+from solaris.models.features import BASE_COLUMNS, TIERS, VM_BASE_COLUMNS, IdTable
 from solaris.models.layers import SideEmbedding, base_logit, mlp, shrink_embeddings
 
 VARIANTS = ("base", "distilled", "solaris", "solaris_distilled")
@@ -49,14 +51,20 @@ class VMConfig:
 
     def columns(self) -> tuple[str, ...]:
         if not self.uses_embeddings:
-            return BASE_COLUMNS
+            return VM_BASE_COLUMNS
         tiers = tuple(
             name for tier in TIERS for name in (*(f"{tier}_{j}" for j in range(self.code_dim)), f"{tier}_flag")
         )
-        return BASE_COLUMNS + tiers
+        return VM_BASE_COLUMNS + tiers
 
     def as_params(self) -> dict[str, object]:
         return {**asdict(self), "hidden": ",".join(map(str, self.hidden))}
+
+
+def tier_columns(code_dim: int, tier: str) -> slice:
+    """The columns of ``tier``'s code and flag in a SOLARIS VM's input rows."""
+    start = len(VM_BASE_COLUMNS) + TIERS.index(tier) * (code_dim + 1)
+    return slice(start, start + code_dim + 1)
 
 
 class VerticalModel(nn.Module):
@@ -67,7 +75,7 @@ class VerticalModel(nn.Module):
         self.item = SideEmbedding(items, config.id_dim)
         self.hour = nn.Embedding(24, config.context_dim)
         self.position = nn.Embedding(config.max_position, config.context_dim)
-        extra = len(TIERS) * (config.code_dim + 1) if config.uses_embeddings else 0
+        extra = len(config.columns()) - len(BASE_COLUMNS)  # counters, then the tiers
         width = 2 * config.id_dim + 2 * config.context_dim + extra
         self.mlp = mlp([width, *config.hidden, 1], final_activation=False)
         shrink_embeddings(self)
@@ -84,8 +92,7 @@ class VerticalModel(nn.Module):
             self.hour(x[:, 2].long().clamp(0, 23)),
             self.position(x[:, 3].long().clamp(0, self.config.max_position - 1)),
         ]
-        if self.config.uses_embeddings:
-            parts.append(x[:, len(BASE_COLUMNS) :])
+        parts.append(x[:, len(BASE_COLUMNS) :])
         return self.mlp(torch.cat(parts, dim=-1)).squeeze(-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

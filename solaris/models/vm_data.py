@@ -4,6 +4,8 @@
   impression's hour, position 0), from an FM that never trained on these hours; the distillation target is
   the FM's probability as of the impression itself;
 - agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
+- exposure counters: the user's and the pair's impressions per window as of the impression's hour start,
+  as the store serves them (every variant sees them);
 - the neighbour (knn) and similar-item (a2a) tiers: zeros and flag 0 here; a VM learns them from the replay's
   or production's served rows, which hold every tier as served.
 Training masks a random share of pair codes (``VMConfig.coverage``) so one model learns every tier; validation
@@ -22,7 +24,9 @@ import pyarrow as pa
 
 from solaris.data.eventlog import EventLog
 from solaris.models.autoencoder import Autoencoder, compress
-from solaris.models.features import HistoryIndex, base_matrix, fm_matrix, hour_start_matrix, segment_searchsorted, ts_micros
+from solaris.models.features import (
+    HistoryIndex, fm_matrix, hour_start_matrix, segment_searchsorted, ts_micros, vm_base_matrix,
+)
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.loader import stream_impressions
 from solaris.models.splits import Span
@@ -57,7 +61,7 @@ class Teacher:
 
 @dataclass(frozen=True)
 class VMData:
-    base: np.ndarray  # (n, 4) float32, features.BASE_COLUMNS
+    base: np.ndarray  # (n, 10) float32, features.VM_BASE_COLUMNS: what every variant sees
     click: np.ndarray  # (n,) float32
     fm_click: np.ndarray  # (n,) FM click probability
     pair: np.ndarray  # (n, code_dim)
@@ -123,10 +127,10 @@ def build_vm_datasets(
         served = embed(teacher.fm, hour_start_matrix(table, index, n), device=teacher.device).embedding
         parts.append(_teacher_columns(table, target, teacher.codes(served)))
     every = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {"ts": np.zeros(0, int)}
-    return {name: _select(every, span, teacher.embedding_version) for name, span in spans.items()}
+    return {name: _select(every, span, index, teacher.embedding_version) for name, span in spans.items()}
 
 
-def _select(every: dict[str, np.ndarray], span: Span, version: str) -> VMData:
+def _select(every: dict[str, np.ndarray], span: Span, index: HistoryIndex, version: str) -> VMData:
     micros = [int(t.timestamp() * 1_000_000) for t in (span.start, span.end)]
     in_span = (every["ts"] >= micros[0]) & (every["ts"] < micros[1])
     if not in_span.any():
@@ -134,7 +138,10 @@ def _select(every: dict[str, np.ndarray], span: Span, version: str) -> VMData:
     agg, agg_flag = user_aggregate(every["user"], every["ts"], every["code"], in_span)
     rows = {k: v[in_span] for k, v in every.items()}
     return VMData(
-        base=base_matrix(rows["user"], rows["item"], rows["ts"], rows["position"]),
+        base=vm_base_matrix(
+            rows["user"], rows["item"], rows["ts"], rows["position"],
+            index.served_exposure(rows["user"], rows["item"], rows["ts"]),
+        ),
         click=rows["click"],
         fm_click=rows["fm_click"],
         pair=rows["code"],

@@ -36,6 +36,7 @@ from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, tar
 from solaris.precompute.run_files import Meta, code_log, event_log, staging, step_staging, timed
 # The KNN, A2A and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
 from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
+from solaris.precompute.exposures import exposures  # noqa: F401  (a step)
 from solaris.precompute.shadow import shadow_coverage, shadow_gate, shadowed  # noqa: F401  (steps)
 from solaris.store import FeatureStore, open_configured_store
 

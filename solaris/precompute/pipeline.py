@@ -105,9 +105,12 @@ PRECOMPUTE = Pipeline(
         Step("coverage", figures=True),
         Step("shadow_coverage", figures=True),
         Step("candidates", writes=(POOL,)),
+        # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
+        # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.
+        Step("exposures", after=("coverage", "shadow_coverage", "candidates")),
         Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED,)),
         Step("embed_shard", after=("select",), reads=(SELECTED,), writes=(CODES,), per_shard=True),
-        Step("write_pairs", after=("coverage", "embed_shard"), reads=(CODES,)),
+        Step("write_pairs", after=("exposures", "embed_shard"), reads=(CODES,)),
         Step("aggregates", after=("write_pairs",)),
         # The pool of neighbours is the users with fresh pair codes, this run's included; no store write.
         Step("user_vectors", after=("write_pairs",), writes=(USER_VECTORS,)),

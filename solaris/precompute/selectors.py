@@ -29,18 +29,26 @@ from solaris.precompute.spec import HourRun
 Choice = tuple[pd.DataFrame, pd.DataFrame]
 
 
-def verifier_inputs(vm: Any, version: str, user_ids: np.ndarray, item_ids: np.ndarray, at: datetime) -> np.ndarray:
-    """The VM's input rows for candidate pairs at ``at``: position 0 and every embedding tier absent."""
+def verifier_inputs(
+    vm: Any, version: str, user_ids: np.ndarray, item_ids: np.ndarray, at: datetime, exposure_raw: np.ndarray
+) -> np.ndarray:
+    """The VM's input rows for candidate pairs at ``at``: position 0, the counters the ranker will read this
+    hour, every embedding tier absent."""
+    from dataclasses import replace
+
     from solaris.enrichment.tiers import absent, served_inputs
     from solaris.store.codec import to_micros
 
     n = len(user_ids)
     ts = np.full(n, to_micros(at, "at"), np.int64)
-    return served_inputs(vm, version, user_ids, item_ids, ts, np.zeros(n, np.int64), absent(n, vm.config.code_dim))
+    read = replace(absent(n, vm.config.code_dim), exposure=exposure_raw)
+    return served_inputs(vm, version, user_ids, item_ids, ts, np.zeros(n, np.int64), read)
 
 
 def by_verifier(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeLog) -> Choice:
     from solaris.models.vm import VerticalModel, score
+    from solaris.precompute.exposures import exposure_index
+    from solaris.store.codec import to_micros
     from solaris.tracking import registry
 
     registry.connect(settings)
@@ -48,7 +56,10 @@ def by_verifier(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: Cod
     if not isinstance(vm, VerticalModel):
         raise ValueError(f"solaris-vm version {run.vm_version} is not a SOLARIS vertical model")
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
-    scored = pool.assign(score=score(vm, verifier_inputs(vm, run.embedding_version, users, items, run.interval_start)))
+    at = run.interval_start
+    index = exposure_index(EventLog(settings.world_dir()), at, users)
+    counts = index.exposure_raw(users, items, np.full(len(users), to_micros(at, "at")))
+    scored = pool.assign(score=score(vm, verifier_inputs(vm, run.embedding_version, users, items, at, counts)))
     return scored, select_top_fraction(scored, run.params.top_fraction, run.params.per_user_cap)
 
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
+from solaris import exposure
 from solaris.models.features import TIERS, base_matrix, pair_key, ts_micros
 from solaris.models.splits import Span
 from solaris.serving.servedlog import read_served, served_codes
@@ -38,8 +39,9 @@ def base_columns(shown: pa.Table) -> tuple[np.ndarray, ...]:
 
 
 def served_matrix(shown: pa.Table, served: pa.Table) -> np.ndarray:
-    """The SOLARIS VM's input rows exactly as served: base columns, then each tier's code and flag."""
-    blocks = [base_matrix(*base_columns(shown))]
+    """The SOLARIS VM's input rows exactly as served: base columns, counters, then each tier's code and flag."""
+    counters = np.stack([served[name].to_numpy() for name in exposure.columns()], axis=1)
+    blocks = [base_matrix(*base_columns(shown)), counters]
     for tier in TIERS:
         blocks += [served_codes(served, tier), served[f"{tier}_flag"].to_numpy().astype(np.float32)[:, None]]
     return np.concatenate(blocks, axis=1, dtype=np.float32)

@@ -27,7 +27,8 @@ import pyarrow as pa
 
 from solaris.data.hourly import read_range, write_hourly
 from solaris.data.schema import TS
-from solaris.models.features import BASE_COLUMNS, TIERS
+from solaris import exposure
+from solaris.models.features import TIERS, VM_BASE_COLUMNS
 
 BatchQueue = Any  # queue.Queue in a thread, multiprocessing's Queue in a child process: the same calls
 
@@ -46,6 +47,7 @@ def served_schema(code_dim: int) -> pa.Schema:
             pa.field("tier", pa.int8(), nullable=False),
             pa.field("vm_version", pa.string(), nullable=False),
             pa.field("embedding_version", pa.string(), nullable=False),
+            *(pa.field(name, pa.float32(), nullable=False) for name in exposure.columns()),  # log1p, as the VM saw them
             *tier_fields,
         ]
     )
@@ -61,8 +63,8 @@ def served_table(
     embedding_version: str,
     code_dim: int,
 ) -> pa.Table:
-    """Rows of the served log from the VM's input matrix (base columns, then codes and flag per tier)."""
-    n, width = len(scores), len(BASE_COLUMNS) + len(TIERS) * (code_dim + 1)
+    """Rows of the served log from the VM's input matrix (base columns, counters, then codes and flag per tier)."""
+    n, width = len(scores), len(VM_BASE_COLUMNS) + len(TIERS) * (code_dim + 1)
     if inputs.shape != (n, width):
         raise ValueError(f"served inputs have shape {inputs.shape}, expected ({n}, {width})")
     columns: dict[str, pa.Array] = {
@@ -76,7 +78,9 @@ def served_table(
         "vm_version": pa.array(np.full(n, vm_version, object), pa.string()),
         "embedding_version": pa.array(np.full(n, embedding_version, object), pa.string()),
     }
-    offset = len(BASE_COLUMNS)
+    for name in exposure.columns():
+        columns[name] = pa.array(inputs[:, VM_BASE_COLUMNS.index(name)].astype(np.float32))
+    offset = len(VM_BASE_COLUMNS)
     for tier in TIERS:
         codes = np.ascontiguousarray(inputs[:, offset : offset + code_dim], np.float32)
         columns[tier] = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), code_dim)

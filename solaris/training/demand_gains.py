@@ -16,9 +16,8 @@ import numpy as np
 
 from solaris.data.eventlog import EventLog
 from solaris.models.demand import COHORTS
-from solaris.models.features import BASE_COLUMNS, TIERS
 from solaris.models.splits import Span
-from solaris.models.vm import VerticalModel, score
+from solaris.models.vm import VerticalModel, score, tier_columns
 from solaris.serving.served_rows import joined, served_matrix
 
 EPS = 1e-7
@@ -28,12 +27,6 @@ MIN_ROWS = 200  # fewer pair-fed rows in a cohort than this: its gain is not est
 def _log_loss(click: np.ndarray, p: np.ndarray) -> np.ndarray:
     p = np.clip(p, EPS, 1 - EPS)
     return -(click * np.log(p) + (1 - click) * np.log(1 - p))
-
-
-def tier_columns(code_dim: int, tier: str) -> slice:
-    """The columns of ``tier``'s code and flag in a SOLARIS VM's input rows."""
-    start = len(BASE_COLUMNS) + TIERS.index(tier) * (code_dim + 1)
-    return slice(start, start + code_dim + 1)
 
 
 def cohort_gains(vm: VerticalModel, served: np.ndarray, click: np.ndarray) -> dict[str, float]:

@@ -7,13 +7,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from solaris.eval.variants import TIER_LADDER, TIER_STEPS, WITHOUT_A2A, inputs
-from solaris.models.features import BASE_COLUMNS, FEEDING_ORDER, TIERS
+from solaris.models.features import VM_BASE_COLUMNS, FEEDING_ORDER, TIERS
 
 DIM = 3
 
 
 def _tier_columns(x: np.ndarray, tier: str) -> np.ndarray:
-    start = len(BASE_COLUMNS) + TIERS.index(tier) * (DIM + 1)
+    start = len(VM_BASE_COLUMNS) + TIERS.index(tier) * (DIM + 1)
     return x[:, start : start + DIM + 1]
 
 
@@ -24,9 +24,9 @@ def test_each_rung_adds_the_next_tier_of_the_feeding_order() -> None:
 
 
 def test_the_ablation_zeroes_a2a_codes_and_flag_only() -> None:
-    served = np.random.default_rng(0).random((5, len(BASE_COLUMNS) + len(TIERS) * (DIM + 1))).astype(np.float32)
-    x = inputs(WITHOUT_A2A, SimpleNamespace(served=served, base=served[:, : len(BASE_COLUMNS)]), DIM)
+    served = np.random.default_rng(0).random((5, len(VM_BASE_COLUMNS) + len(TIERS) * (DIM + 1))).astype(np.float32)
+    x = inputs(WITHOUT_A2A, SimpleNamespace(served=served, base=served[:, : len(VM_BASE_COLUMNS)]), DIM)
     assert not _tier_columns(x, "a2a").any()
     for tier in ("pair", "agg", "knn"):
         np.testing.assert_array_equal(_tier_columns(x, tier), _tier_columns(served, tier))
-    np.testing.assert_array_equal(x[:, : len(BASE_COLUMNS)], served[:, : len(BASE_COLUMNS)])
+    np.testing.assert_array_equal(x[:, : len(VM_BASE_COLUMNS)], served[:, : len(VM_BASE_COLUMNS)])

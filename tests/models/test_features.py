@@ -41,6 +41,17 @@ def test_history_is_the_last_n_strictly_before_ts_most_recent_first(log_table: p
             assert ((c["item_id"][past] == item) & (c["click"][past] == click)).any()
 
 
+def test_served_counters_are_those_at_the_start_of_the_hour(log_table: pa.Table) -> None:
+    """The store's counters are written at the hour's start; training must rebuild those, not the ones at ts."""
+    index = HistoryIndex.from_table(log_table)
+    users, items = np.array([0, 1, 2, 5]), np.array([0, 4, 2, 1])
+    ts = np.array([30, 40, 47, 10]) * US_PER_HOUR + US_PER_HOUR // 2
+    np.testing.assert_array_equal(
+        index.served_exposure(users, items, ts), index.exposure_raw(users, items, ts // US_PER_HOUR * US_PER_HOUR)
+    )
+    assert (index.served_exposure(users, items, ts) != index.exposure_raw(users, items, ts)).any()
+
+
 def test_exposure_counts_match_a_brute_force_count(log_table: pa.Table) -> None:
     index, c = HistoryIndex.from_table(log_table), columns(log_table)
     users, items = np.array([0, 1, 2, 5]), np.array([0, 4, 2, 1])

@@ -8,14 +8,16 @@ import pytest
 import torch
 
 from solaris.models import metrics
-from solaris.models.features import TIERS, IdTable
+from solaris.models.features import TIERS, VM_BASE_COLUMNS, IdTable
 from solaris.models.vm import VerticalModel, VMConfig, score
 from solaris.models.vm_data import SERVED_PAIR_COVERAGE, VMData, vm_inputs
 from solaris.embedding_version import VersionMismatch
 from solaris.training.jobs import vm_eval
 
 CONFIG = VMConfig(variant="solaris", code_dim=2, embedding_version="fm3-ae4-d2")
-BASE = np.array([[1, 2, 3, 0], [4, 5, 6, 1]], np.float32)
+# ids, hour, position, then the six log1p exposure counters
+BASE = np.array([[1, 2, 3, 0, *[0.5] * 6], [4, 5, 6, 1, *[1.5] * 6]], np.float32)
+B = len(VM_BASE_COLUMNS)  # where the tiers start
 
 
 def tiers(flags: list[float]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -26,11 +28,11 @@ def tiers(flags: list[float]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def test_absent_codes_are_zeroed_and_flagged() -> None:
     x = vm_inputs(CONFIG, "fm3-ae4-d2", BASE, tiers([1.0, 0.0]))
     assert x.shape == (2, len(CONFIG.columns()))
-    np.testing.assert_array_equal(x[:, :4], BASE)
-    np.testing.assert_array_equal(x[0, 4:7], [0.5, -1.0, 1.0])  # pair present
-    np.testing.assert_array_equal(x[1, 4:7], [0.0, 0.0, 0.0])  # pair absent: zeros, flag 0
-    np.testing.assert_array_equal(x[0, 10:13], [2.5, 1.0, 1.0])  # knn tier = codes + 2
-    np.testing.assert_array_equal(x[0, 13:16], [3.5, 2.0, 1.0])  # a2a tier = codes + 3, last
+    np.testing.assert_array_equal(x[:, :B], BASE)
+    np.testing.assert_array_equal(x[0, B : B + 3], [0.5, -1.0, 1.0])  # pair present
+    np.testing.assert_array_equal(x[1, B : B + 3], [0.0, 0.0, 0.0])  # pair absent: zeros, flag 0
+    np.testing.assert_array_equal(x[0, B + 6 : B + 9], [2.5, 1.0, 1.0])  # knn tier = codes + 2
+    np.testing.assert_array_equal(x[0, B + 9 : B + 12], [3.5, 2.0, 1.0])  # a2a tier = codes + 3, last
 
 
 def test_embeddings_of_another_version_are_refused() -> None:
@@ -47,19 +49,20 @@ def test_first_stage_examples_hold_no_neighbour_or_a2a_values() -> None:
     """Only served rows carry those tiers; the first stage learns from pair codes and aggregates alone."""
     ones = np.ones((2, 2), np.float32)
     x = VMData(BASE, np.zeros(2), np.zeros(2), ones, ones, np.ones(2), "fm3-ae4-d2").matrix(CONFIG)
-    np.testing.assert_array_equal(x[:, 4:10], 1.0)  # pair and aggregate, flags set
-    np.testing.assert_array_equal(x[:, 10:], 0.0)  # knn and a2a: zeros, flags 0
+    np.testing.assert_array_equal(x[:, B : B + 6], 1.0)  # pair and aggregate, flags set
+    np.testing.assert_array_equal(x[:, B + 6 :], 0.0)  # knn and a2a: zeros, flags 0
 
 
 def test_validation_and_the_gate_see_pair_codes_on_the_served_share_of_rows_the_same_for_every_model() -> None:
     n = 4000
     ones = np.ones((n, 2), np.float32)
-    base = np.zeros((n, 4), np.float32)
+    base = np.zeros((n, B), np.float32)
     data = VMData(base, np.zeros(n), np.zeros(n), ones, ones, np.ones(n), "fm3-ae4-d2")
-    pair_flag = data.served_like(CONFIG)[:, 6]
+    pair_flag = data.served_like(CONFIG)[:, B + 2]
     assert abs(pair_flag.mean() - SERVED_PAIR_COVERAGE) < 0.03  # never 100%, as serving never has it
-    np.testing.assert_array_equal(data.served_like(CONFIG)[:, 6], pair_flag)  # a challenger and its champion alike
-    np.testing.assert_array_equal(data.served_like(CONFIG)[:, 7:], data.matrix(CONFIG)[:, 7:])  # other tiers as built
+    np.testing.assert_array_equal(data.served_like(CONFIG)[:, B + 2], pair_flag)  # a challenger and its champion alike
+    served_like, built = data.served_like(CONFIG), data.matrix(CONFIG)
+    np.testing.assert_array_equal(served_like[:, B + 3 :], built[:, B + 3 :])  # other tiers as built
 
 
 def test_the_gates_ne_is_scored_on_the_served_like_inputs() -> None:
@@ -67,7 +70,7 @@ def test_the_gates_ne_is_scored_on_the_served_like_inputs() -> None:
     n, table = 500, IdTable(np.zeros((8, 1), np.int64), ("x_a",))
     codes = rng.normal(size=(n, 2)).astype(np.float32)
     click = (codes[:, 0] > 0).astype(np.float32)  # the pair code decides: masking it must change the NE
-    data = VMData(np.zeros((n, 4), np.float32), click, click, codes, codes, np.zeros(n), "fm3-ae4-d2")
+    data = VMData(np.zeros((n, B), np.float32), click, click, codes, codes, np.zeros(n), "fm3-ae4-d2")
     vm = VerticalModel(CONFIG, table, table)
     with torch.no_grad():
         for p in vm.parameters():

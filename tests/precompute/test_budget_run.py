@@ -69,8 +69,11 @@ def test_a_demand_model_for_another_ttl_is_refused(settings: Settings) -> None:
 
 def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings) -> None:
     """``selector=verifier`` is the paper's arm, kept reproducible: the VM scores every pool pair at position 0
-    with every tier absent, and the top fraction (re-queue forced, per-user cap) is what the run stages."""
+    with the exposure counters as of the hour and every tier absent, and the top fraction (re-queue forced,
+    per-user cap) is what the run stages."""
+    from solaris.models.features import VM_BASE_COLUMNS, HistoryIndex
     from solaris.models.vm import score
+    from solaris.precompute.embedding import HISTORY_COLUMNS
     from solaris.precompute.pipeline import POOL, SELECTED
     from solaris.precompute.selection import select_top_fraction
 
@@ -85,6 +88,11 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
     rows = np.zeros((len(users), len(vm.config.columns())), np.float32)  # every tier's code and flag 0: absent
     rows[:, :4] = np.column_stack([users, items, np.full(len(users), run.interval_start.hour), np.zeros(len(users))])
+    log = EventLog(settings.world_dir())
+    whole = HistoryIndex.from_table(log.impressions(log.start, log.end, HISTORY_COLUMNS))
+    at = np.full(len(users), int(run.interval_start.timestamp() * 1_000_000))
+    rows[:, 4 : len(VM_BASE_COLUMNS)] = np.log1p(whole.exposure_raw(users, items, at))
+    assert rows[:, 4 : len(VM_BASE_COLUMNS)].any()
     expected = select_top_fraction(pool.assign(score=score(vm, rows)), 0.3, run.params.per_user_cap)
     staged = run_files.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
     assert expected["forced"].any() and len(expected) < len(pool)

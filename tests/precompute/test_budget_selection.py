@@ -66,7 +66,7 @@ def test_cohort_gain_weighs_pairs_without_an_aggregate() -> None:
 
 def test_tier_columns_name_the_pair_and_aggregate_blocks() -> None:
     from solaris.models.vm import VMConfig
-    from solaris.training.demand_gains import tier_columns
+    from solaris.models.vm import tier_columns
 
     columns = VMConfig(variant="solaris", code_dim=4).columns()
     for tier in ("pair", "agg", "knn"):

@@ -13,7 +13,9 @@ from conftest import TTL, StoreFactory, T, Layout, lay_out
 from solaris.serving import Ranker
 from solaris.store import sqlite as sqlite_store
 from solaris.serving.champion import ServingModel
-from solaris.models.features import BASE_COLUMNS, TIERS
+from solaris import exposure
+from solaris.models.features import TIERS, VM_BASE_COLUMNS
+from solaris.store.base import ExposureCounts
 from solaris.enrichment.tiers import absent, served_inputs
 from solaris.embedding_version import VersionMismatch, parse_embedding_version
 
@@ -30,7 +32,7 @@ def test_each_candidate_gets_its_tier(layout: Layout, champion: ServingModel) ->
 
 
 def test_inputs_carry_the_written_vectors(layout: Layout, champion: ServingModel) -> None:
-    dim, base = champion.code_dim, len(BASE_COLUMNS)
+    dim, base = champion.code_dim, len(VM_BASE_COLUMNS)
     served = Ranker(layout.store, champion).rank(1, np.array([10, 11]), T)
     pair, agg = served.inputs[:, base : base + dim], served.inputs[:, base + dim + 1 : base + 2 * dim + 1]
 
@@ -41,6 +43,18 @@ def test_inputs_carry_the_written_vectors(layout: Layout, champion: ServingModel
     knn_at = base + TIERS.index("knn") * (dim + 1)
     knn = Ranker(layout.store, champion).rank(2, np.array([20]), T).inputs[0, knn_at : knn_at + dim]
     np.testing.assert_array_equal(knn, layout.vectors["neighbour_pair"][0])  # one neighbour: its vector
+
+
+def test_the_counters_as_stored_feed_every_candidate(layout: Layout, champion: ServingModel) -> None:
+    """The VM sees log1p of the stored counts: the user's windows on every row, the pair's on its own item."""
+    created = T - timedelta(minutes=30)
+    counts = ExposureCounts(np.array([1]), np.array([[2, 5, 9]]), np.array([1]), np.array([11]), np.array([[1, 1, 3]]))
+    layout.store.write_exposure_counts("r1", counts, created, created + TTL)
+    served = Ranker(layout.store, champion).rank(1, np.array([10, 11]), T)
+    other = Ranker(layout.store, champion).rank(2, np.array([11]), T)
+    at = slice(len(VM_BASE_COLUMNS) - len(exposure.columns()), len(VM_BASE_COLUMNS))
+    np.testing.assert_allclose(served.inputs[:, at], np.log1p([[2, 5, 9, 0, 0, 0], [2, 5, 9, 1, 1, 3]]), rtol=1e-6)
+    np.testing.assert_array_equal(other.inputs[:, at], 0.0)  # no counters stored for user 2
 
 
 def test_scores_are_the_vm_on_those_inputs(layout: Layout, champion: ServingModel) -> None:

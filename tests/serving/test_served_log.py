@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from conftest import T, Layout
 
-from solaris.models.features import BASE_COLUMNS, TIERS
+from solaris import exposure
+from solaris.models.features import TIERS, VM_BASE_COLUMNS
 from solaris.serving import Ranker, servedlog
 from solaris.serving.champion import ServingModel
 from solaris.serving.servedlog import ServedLog, ServedLogError, read_served, served_codes
@@ -37,7 +38,9 @@ def test_served_rows_round_trip_by_hour(layout: Layout, champion: ServingModel, 
     np.testing.assert_array_equal(rows["score"].to_numpy(), np.r_[first.scores, second.scores])
     np.testing.assert_array_equal(rows["tier"].to_numpy(), np.r_[first.tiers, second.tiers])
     inputs = np.vstack([first.inputs, second.inputs])
-    offset = len(BASE_COLUMNS)
+    for k, name in enumerate(exposure.columns(), start=len(VM_BASE_COLUMNS) - len(exposure.columns())):
+        np.testing.assert_array_equal(rows[name].to_numpy(), inputs[:, k])  # the counters as the VM saw them
+    offset = len(VM_BASE_COLUMNS)
     for tier in TIERS:
         np.testing.assert_array_equal(served_codes(rows, tier), inputs[:, offset : offset + champion.code_dim])
         np.testing.assert_array_equal(rows[f"{tier}_flag"].to_numpy(), inputs[:, offset + champion.code_dim])

@@ -26,7 +26,7 @@ from serve_process import laid_out_settings, start_serve
 from solaris.config import Settings
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
-from solaris.models.features import BASE_COLUMNS, TIERS
+from solaris.models.features import VM_BASE_COLUMNS, TIERS
 from solaris.serving.servedlog import ServedBatch, ServedLog, read_served
 from solaris.training.jobs import TrainReport, World
 
@@ -109,13 +109,13 @@ ORPHAN = textwrap.dedent(
     import sys, time
     from pathlib import Path
     import numpy as np
-    from solaris.models.features import BASE_COLUMNS, TIERS
+    from solaris.models.features import VM_BASE_COLUMNS, TIERS
     from solaris.serving.servedlog import ServedBatch, ServedLog
 
     DIM = 4
 
     def batch(request_id):
-        inputs = np.zeros((3, len(BASE_COLUMNS) + len(TIERS) * (DIM + 1)), np.float32)
+        inputs = np.zeros((3, len(VM_BASE_COLUMNS) + len(TIERS) * (DIM + 1)), np.float32)
         inputs[:, 0], inputs[:, 1] = 1, [10, 11, 12]
         ts = np.full(3, int(sys.argv[2]))
         return ServedBatch(inputs, np.zeros(3, np.float32), np.zeros(3, np.int8), ts, np.full(3, request_id), "vm", "e", DIM)
@@ -156,7 +156,7 @@ def test_a_writer_whose_parent_was_killed_writes_what_it_holds_and_exits(tmp_pat
 
 
 def synthetic_batch(request_id: int, dim: int = 4) -> ServedBatch:
-    inputs = np.zeros((3, len(BASE_COLUMNS) + len(TIERS) * (dim + 1)), np.float32)
+    inputs = np.zeros((3, len(VM_BASE_COLUMNS) + len(TIERS) * (dim + 1)), np.float32)
     inputs[:, 0], inputs[:, 1] = 1, [10, 11, 12]
     ts = np.full(3, int(T.timestamp() * 1_000_000))
     return ServedBatch(inputs, np.zeros(3, np.float32), np.zeros(3, np.int8), ts, np.full(3, request_id), "vm", "e", dim)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from solaris.models.vm import score
-from solaris.training.demand_gains import MIN_ROWS, cohort_gains, tier_columns
+from solaris.models.vm import tier_columns
+from solaris.training.demand_gains import MIN_ROWS, cohort_gains
 from solaris.training.jobs import TrainReport
 
 
