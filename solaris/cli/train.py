@@ -100,7 +100,7 @@ def vm_(args: argparse.Namespace) -> int:
     if args.variant not in VARIANTS:
         raise ValueError(f"--variant {args.variant!r}: choose one of {', '.join(VARIANTS)}")
     settings, client, plan, world = _context(args)
-    data = vm_data(world, registered_teacher(client, args.ae_version, plan.device))
+    data = vm_data(world, registered_teacher(client, args.ae_version, plan.device), plan.served_age_hours)
     trained = train_vm_job(client, settings, world, data, args.variant, plan)
     _print(f"solaris-vm ({args.variant})", trained.version, trained.metrics)
     return 0

@@ -2,14 +2,15 @@
 
 - pair tier: the AE code of the FM embedding of (user, item) as the precompute makes it (history before the
   impression's hour, position 0), from an FM that never trained on these hours; the distillation target is
-  the FM's probability as of the impression itself;
+  the FM's probability as of the impression itself. A served code may be older: written up to
+  ``served_age_hours - 1`` hours before and still fresh, so validation and the gate see codes of that age;
 - agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
 - exposure counters: the user's and the pair's impressions per window as of the impression's hour start,
   as the store serves them (every variant sees them);
 - the neighbour (knn) and similar-item (a2a) tiers: zeros and flag 0 here; a VM learns them from the replay's
   or production's served rows, which hold every tier as served.
 Training masks a random share of pair codes (``VMConfig.coverage``) so one model learns every tier; validation
-and the gate score a fixed share of rows with pair codes (:meth:`VMData.served_like`), as serving has them.
+and the gate score a fixed share of rows with pair codes as old as serving has them (:meth:`VMData.served_like`).
 VM spans are the recent hours, small next to the FM's: they are built once, streamed hour block by block.
 """
 
@@ -25,7 +26,7 @@ import pyarrow as pa
 from solaris.data.eventlog import EventLog
 from solaris.models.autoencoder import Autoencoder, compress
 from solaris.models.features import (
-    HistoryIndex, fm_matrix, hour_start_matrix, segment_searchsorted, ts_micros, vm_base_matrix,
+    US_PER_HOUR, HistoryIndex, fm_matrix, hour_start_matrix, pair_key, segment_searchsorted, ts_micros, vm_base_matrix,
 )
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.loader import stream_impressions
@@ -64,27 +65,31 @@ class VMData:
     base: np.ndarray  # (n, 10) float32, features.VM_BASE_COLUMNS: what every variant sees
     click: np.ndarray  # (n,) float32
     fm_click: np.ndarray  # (n,) FM click probability
-    pair: np.ndarray  # (n, code_dim)
+    pair: np.ndarray  # (n, code_dim) as of the impression's hour start
     agg: np.ndarray  # (n, code_dim)
     agg_flag: np.ndarray  # (n,)
     embedding_version: str
+    pair_served: np.ndarray  # (n, code_dim) as of the hour a fresh code served then was written (see age_hours)
 
     def __len__(self) -> int:
         return int(self.click.size)
 
-    def matrix(self, config: VMConfig, pair_flag: np.ndarray | None = None) -> np.ndarray:
-        """The VM's input matrix; ``pair_flag`` (default all present) masks pair codes to zeros."""
+    def matrix(self, config: VMConfig, pair_flag: np.ndarray | None = None, served: bool = False) -> np.ndarray:
+        """The VM's input matrix; ``pair_flag`` (default all present) masks pair codes to zeros; ``served``
+        takes the pair codes as old as serving has them."""
         flag = np.ones(len(self), np.float32) if pair_flag is None else pair_flag.astype(np.float32)
         absent = (np.zeros_like(self.pair), np.zeros(len(self), np.float32))
-        tiers = {tier: absent for tier in TIERS} | {"pair": (self.pair, flag), "agg": (self.agg, self.agg_flag)}
+        pair = self.pair_served if served else self.pair
+        tiers = {tier: absent for tier in TIERS} | {"pair": (pair, flag), "agg": (self.agg, self.agg_flag)}
         return vm_inputs(config, self.embedding_version, self.base, tiers)
 
     def served_like(self, config: VMConfig) -> np.ndarray:
         """The VM's inputs with pair codes on a fixed :data:`SERVED_PAIR_COVERAGE` share of rows, the same
-        rows for every model scored on these examples. Early stopping and the promotion gate score these: a VM
-        chosen on 100% pair coverage is chosen for inputs serving never gives it."""
+        rows for every model scored on these examples, each code as old as serving has it. Early stopping and
+        the promotion gate score these: a VM chosen on 100% fresh pair codes is chosen for inputs serving never
+        gives it."""
         present = np.random.default_rng(0).random(len(self)) < SERVED_PAIR_COVERAGE
-        return self.matrix(config, present)
+        return self.matrix(config, present, served=True)
 
     def targets(self, config: VMConfig) -> np.ndarray:
         if not config.distills:
@@ -109,25 +114,45 @@ def vm_inputs(
 
 
 def build_vm_data(
-    log: EventLog, span: Span, index: HistoryIndex, teacher: Teacher, block_hours: int = 6
+    log: EventLog, span: Span, index: HistoryIndex, teacher: Teacher, served_age_hours: int, block_hours: int = 6
 ) -> VMData:
     """VM examples of ``span`` in time order, teacher outputs computed over the span plus 24 h before it."""
-    return build_vm_datasets(log, {"span": span}, index, teacher, block_hours)["span"]
+    return build_vm_datasets(log, {"span": span}, index, teacher, served_age_hours, block_hours)["span"]
 
 
 def build_vm_datasets(
-    log: EventLog, spans: Mapping[str, Span], index: HistoryIndex, teacher: Teacher, block_hours: int = 6
+    log: EventLog,
+    spans: Mapping[str, Span],
+    index: HistoryIndex,
+    teacher: Teacher,
+    served_age_hours: int,
+    block_hours: int = 6,
 ) -> dict[str, VMData]:
-    """Several spans from one teacher pass over their union (adjacent spans share their 24 h lookbacks)."""
+    """Several spans from one teacher pass over their union (adjacent spans share their 24 h lookbacks).
+    ``served_age_hours``: how long a served pair code stays fresh (the precompute's ``ttl_hours``)."""
     first, last = min(s.start for s in spans.values()), max(s.end for s in spans.values())
     parts = []
     for table in stream_impressions(log, Span(max(first - AGG_WINDOW, log.start), last), block_hours):
         n = teacher.fm.config.history
         target = embed(teacher.fm, fm_matrix(table, index, n), device=teacher.device).probs[:, 0]
-        served = embed(teacher.fm, hour_start_matrix(table, index, n), device=teacher.device).embedding
-        parts.append(_teacher_columns(table, target, teacher.codes(served)))
+        served = teacher.codes(embed(teacher.fm, hour_start_matrix(table, index, n), device=teacher.device).embedding)
+        aged = served
+        if served_age_hours > 1:
+            ages = age_hours(table, served_age_hours)
+            aged = embed(teacher.fm, hour_start_matrix(table, index, n, ages), device=teacher.device).embedding
+            aged = teacher.codes(aged)
+        parts.append(_teacher_columns(table, target, served, aged))
     every = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {"ts": np.zeros(0, int)}
     return {name: _select(every, span, index, teacher.embedding_version) for name, span in spans.items()}
+
+
+def age_hours(table: pa.Table, served_age_hours: int) -> np.ndarray:
+    """How old each impression's pair code is when served: a pair is re-embedded once its code expires, so
+    its code's age runs 0, 1, ..., ``served_age_hours - 1`` and starts over, at a phase of its own (a hash of
+    the pair, so champion and challenger, and a rerun, see the same ages)."""
+    keys = pair_key(table["user_id"].to_numpy().astype(np.int64), table["item_id"].to_numpy().astype(np.int64))
+    hours = ts_micros(table["ts"]) // US_PER_HOUR
+    return (keys % 1_000_003 + hours) % served_age_hours  # a prime modulus mixes the user into the phase
 
 
 def _select(every: dict[str, np.ndarray], span: Span, index: HistoryIndex, version: str) -> VMData:
@@ -148,10 +173,13 @@ def _select(every: dict[str, np.ndarray], span: Span, index: HistoryIndex, versi
         agg=agg,
         agg_flag=agg_flag,
         embedding_version=version,
+        pair_served=rows["aged_code"],
     )
 
 
-def _teacher_columns(table: pa.Table, fm_click: np.ndarray, code: np.ndarray) -> dict[str, np.ndarray]:
+def _teacher_columns(
+    table: pa.Table, fm_click: np.ndarray, code: np.ndarray, aged_code: np.ndarray
+) -> dict[str, np.ndarray]:
     return {
         "user": table["user_id"].to_numpy().astype(np.int64),
         "item": table["item_id"].to_numpy().astype(np.int64),
@@ -160,6 +188,7 @@ def _teacher_columns(table: pa.Table, fm_click: np.ndarray, code: np.ndarray) ->
         "click": table["click"].to_numpy().astype(np.float32),
         "fm_click": fm_click.astype(np.float32),
         "code": code.astype(np.float32),
+        "aged_code": aged_code.astype(np.float32),
     }
 
 

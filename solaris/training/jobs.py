@@ -26,6 +26,7 @@ from solaris.models.splits import DEFAULT_FRACTIONS, Span, TimeSplit
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
 from solaris.models.vm import VMConfig, VerticalModel, score
 from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_datasets
+from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
 from solaris.training import runs
 from solaris.training.gate import Decision, promotion_gate
@@ -46,6 +47,8 @@ class TrainPlan:
     serve_variant: str = "solaris"
     variants: tuple[str, ...] = ("base", "distilled", "solaris", "solaris_distilled")
     device: str = "auto"
+    # How old a served pair code gets: validation and the gate see codes that old (the precompute's TTL).
+    served_age_hours: int = PrecomputeParams().ttl_hours
 
 
 @dataclass(frozen=True)
@@ -140,10 +143,10 @@ def train_ae_job(
     return Trained(ae, version, found)
 
 
-def vm_data(world: World, teacher: Teacher) -> dict[str, VMData]:
+def vm_data(world: World, teacher: Teacher, served_age_hours: int) -> dict[str, VMData]:
     split = world.split
     spans = {name: getattr(split, name) for name in ("vm_train", "valid", "eval")}
-    return build_vm_datasets(world.log, spans, world.index, teacher)
+    return build_vm_datasets(world.log, spans, world.index, teacher, served_age_hours)
 
 
 def train_vm_job(
@@ -187,7 +190,7 @@ def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), unt
     fm = train_fm_job(client, settings, world, plan)
     ae = train_ae_job(client, settings, world, fm, plan)
     teacher = Teacher(fm.model, ae.model, fm.version, ae.version, plan.device)
-    data = vm_data(world, teacher)
+    data = vm_data(world, teacher, plan.served_age_hours)
     report = TrainReport(fm=fm, ae=ae)
     for variant in plan.variants:
         report.vms[variant] = train_vm_job(client, settings, world, data, variant, plan)
@@ -200,18 +203,18 @@ def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), unt
             challenger,
             served.metrics["ne"],
             str(world.split.eval),
-            lambda champion: champion_ne(world, champion, plan.device),
+            lambda champion: champion_ne(world, champion, plan.device, plan.served_age_hours),
         )
     return report
 
 
-def champion_ne(world: World, pinned: PinnedVersions, device: str) -> float:
+def champion_ne(world: World, pinned: PinnedVersions, device: str, served_age_hours: int) -> float:
     """The pinned chain's VM NE on this world's evaluation hours, features rebuilt with its own FM and AE."""
     fm, ae, vm = registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), registry.load_vm(pinned.vm)
     if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder) or not isinstance(vm, VerticalModel):
         raise ValueError(f"registered versions {pinned} are not SOLARIS models")
     teacher = Teacher(fm, ae, pinned.fm, pinned.ae, device)
-    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher, served_age_hours)
     return vm_eval(vm, data)["ne"]
 
 

@@ -53,7 +53,7 @@ def train_vms(settings: Settings, chosen: TrainPlan, ae_version: str) -> dict[st
     """Every VM variant on one teacher pass; the served variant's version and NE go to the gate."""
     client = registry.connect(settings)
     world = _world(settings, chosen)
-    data = vm_data(world, registered_teacher(client, ae_version, chosen.device))
+    data = vm_data(world, registered_teacher(client, ae_version, chosen.device), chosen.served_age_hours)
     versions = {v: train_vm_job(client, settings, world, data, v, chosen) for v in chosen.variants}
     served = versions[chosen.serve_variant]
     return {
@@ -78,7 +78,7 @@ def gate(
     world = _world(settings, chosen)
     decision = promotion_gate(
         client, settings, challenger, vms["served_ne"], vms["eval_hours"],
-        lambda champion: champion_ne(world, champion, chosen.device),
+        lambda champion: champion_ne(world, champion, chosen.device, chosen.served_age_hours),
     )  # fmt: skip
     return {
         "promoted": decision.promoted, "awaiting_shadow": decision.awaiting_shadow, "reason": decision.reason,

@@ -48,7 +48,7 @@ def test_base_variant_ignores_embeddings() -> None:
 def test_first_stage_examples_hold_no_neighbour_or_a2a_values() -> None:
     """Only served rows carry those tiers; the first stage learns from pair codes and aggregates alone."""
     ones = np.ones((2, 2), np.float32)
-    x = VMData(BASE, np.zeros(2), np.zeros(2), ones, ones, np.ones(2), "fm3-ae4-d2").matrix(CONFIG)
+    x = VMData(BASE, np.zeros(2), np.zeros(2), ones, ones, np.ones(2), "fm3-ae4-d2", ones).matrix(CONFIG)
     np.testing.assert_array_equal(x[:, B : B + 6], 1.0)  # pair and aggregate, flags set
     np.testing.assert_array_equal(x[:, B + 6 :], 0.0)  # knn and a2a: zeros, flags 0
 
@@ -57,12 +57,15 @@ def test_validation_and_the_gate_see_pair_codes_on_the_served_share_of_rows_the_
     n = 4000
     ones = np.ones((n, 2), np.float32)
     base = np.zeros((n, B), np.float32)
-    data = VMData(base, np.zeros(n), np.zeros(n), ones, ones, np.ones(n), "fm3-ae4-d2")
+    data = VMData(base, np.zeros(n), np.zeros(n), ones, ones, np.ones(n), "fm3-ae4-d2", 2 * ones)
     pair_flag = data.served_like(CONFIG)[:, B + 2]
     assert abs(pair_flag.mean() - SERVED_PAIR_COVERAGE) < 0.03  # never 100%, as serving never has it
     np.testing.assert_array_equal(data.served_like(CONFIG)[:, B + 2], pair_flag)  # a challenger and its champion alike
     served_like, built = data.served_like(CONFIG), data.matrix(CONFIG)
     np.testing.assert_array_equal(served_like[:, B + 3 :], built[:, B + 3 :])  # other tiers as built
+    present = pair_flag == 1
+    np.testing.assert_array_equal(served_like[present, B : B + 2], 2.0)  # the codes as old as serving has them
+    np.testing.assert_array_equal(built[:, B : B + 2], 1.0)  # training's: as of the hour
 
 
 def test_the_gates_ne_is_scored_on_the_served_like_inputs() -> None:
@@ -70,7 +73,7 @@ def test_the_gates_ne_is_scored_on_the_served_like_inputs() -> None:
     n, table = 500, IdTable(np.zeros((8, 1), np.int64), ("x_a",))
     codes = rng.normal(size=(n, 2)).astype(np.float32)
     click = (codes[:, 0] > 0).astype(np.float32)  # the pair code decides: masking it must change the NE
-    data = VMData(np.zeros((n, B), np.float32), click, click, codes, codes, np.zeros(n), "fm3-ae4-d2")
+    data = VMData(np.zeros((n, B), np.float32), click, click, codes, codes, np.zeros(n), "fm3-ae4-d2", codes)
     vm = VerticalModel(CONFIG, table, table)
     with torch.no_grad():
         for p in vm.parameters():

@@ -24,9 +24,11 @@ from solaris.models.vm import score
 from solaris.models.vm_data import Teacher, build_vm_data
 from solaris.tracking import registry
 from solaris.training.gate import promotion_gate
-from solaris.training.jobs import TrainReport, World, champion_ne, register_vm, vm_eval
+from solaris.training.jobs import TrainPlan, TrainReport, World, champion_ne, register_vm, vm_eval
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL, VM_MODEL, PinnedVersions
 from solaris.embedding_version import VersionMismatch
+
+AGE = TrainPlan().served_age_hours  # the served pair codes' age the session's training validated on
 
 
 @pytest.fixture
@@ -50,7 +52,7 @@ def test_champion_vm_from_the_registry_scores_like_the_in_process_one(
     teacher = Teacher(
         registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), pinned.fm, pinned.ae, device="cpu"
     )
-    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher, AGE)
     loaded = registry.load_vm(pinned.vm)
     in_process = score(served.model, data.matrix(served.model.config))
     np.testing.assert_allclose(score(loaded, data.matrix(loaded.config)), in_process, rtol=1e-6)
@@ -98,13 +100,13 @@ def test_a_worse_challenger_is_not_promoted(
         worse.mlp[-1].weight.zero_()
         worse.mlp[-1].bias.fill_(2.0)  # predicts 88% clicks for everyone
     teacher = Teacher(report.fm.model, report.ae.model, report.fm.version, report.ae.version, "cpu")
-    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher, AGE)
     found = vm_eval(worse, data)
     with mlflow.start_run():
         version = register_vm(client, world, worse, data.matrix(worse.config)[:5], found)
     challenger = PinnedVersions(champion.fm, champion.ae, version, champion.embedding_version)
     decision = promotion_gate(
-        client, settings, challenger, found["ne"], str(world.split.eval), lambda p: champion_ne(world, p, "cpu")
+        client, settings, challenger, found["ne"], str(world.split.eval), lambda p: champion_ne(world, p, "cpu", AGE)
     )
     assert not decision.promoted
     assert decision.champion_ne == pytest.approx(report.vms["solaris"].metrics["ne"], rel=1e-6)
@@ -123,7 +125,7 @@ def test_mismatched_versions_raise_naming_both(trained: tuple[Settings, World, T
     with pytest.raises(VersionMismatch, match=message):
         Teacher(fm.model, ae.model, "99", ae.version, "cpu")
     teacher = Teacher(fm.model, ae.model, fm.version, ae.version, "cpu")
-    data = build_vm_data(world.log, world.split.eval, world.index, teacher)
+    data = build_vm_data(world.log, world.split.eval, world.index, teacher, AGE)
     vm = report.vms["solaris"].model
     other = replace(vm.config, embedding_version="fm99-ae98-d32")
     message = f"expects embedding version fm99-ae98-d32, got embeddings of version fm{fm.version}-ae{ae.version}-d32"
