@@ -51,7 +51,7 @@ from solaris.serving.champion import ServingModel
 from solaris.serving.metrics import MULTIPROCESS_DIR_ENV, STORE_FAILURES
 from solaris.enrichment.tiers import TIER_NAMES, served_inputs
 from solaris.store import FeatureStore, SqliteStoreConfig, TierBatchRead, open_store
-from solaris.store.codec import storage_dtype, to_micros
+from solaris.store.codec import decode_exposure, decode_lists, storage_dtype, to_micros
 from solaris.store.combine import weighted_mean
 from solaris.tracking.registry import PinnedVersions
 
@@ -106,6 +106,9 @@ class MemoryTiers:
     item_ptr: np.ndarray  # item i's neighbours are item_neighbours[item_ptr[i]:item_ptr[i + 1]]
     item_neighbours: np.ndarray
     item_similarity: np.ndarray
+    user_counts: np.ndarray  # (n_users, windows) exposure counters
+    count_keys: np.ndarray  # sorted pair_key(user, item) of the pairs with counters
+    pair_counts: np.ndarray  # row i: the counters of count_keys[i]
 
     @classmethod
     def load(cls, data: Pairs, backend: str, raw: str) -> MemoryTiers:
@@ -121,13 +124,23 @@ class MemoryTiers:
         nb = np.array(fetch(backend, raw, "SELECT user_id, neighbour_id, similarity FROM user_neighbours"), np.float64)
         nb = nb[np.lexsort((nb[:, 1], nb[:, 0]))]
         ptr = np.searchsorted(nb[:, 0], np.arange(n_users + 1))
-        inb = np.array(fetch(backend, raw, "SELECT item_id, neighbour_id, similarity FROM item_neighbours"), np.float64)
-        inb = inb[np.lexsort((inb[:, 1], inb[:, 0]))]
+        lists = sorted((r[0], bytes(r[1])) for r in fetch(backend, raw, "SELECT item_id, neighbours FROM item_neighbours"))
+        slots = np.array([len(blob) // 8 for _, blob in lists], np.int64)  # packed int32 ids then float32 similarities
+        listed, listed_sims = decode_lists(b"".join(blob for _, blob in lists), slots)
+        keep = listed >= 0
+        inb = np.column_stack([np.repeat([item for item, _ in lists], slots), listed, listed_sims])[keep]
         item_ptr = np.searchsorted(inb[:, 0], np.arange(ITEM_POOL + 1))
         vectors = data.vectors[order].astype(np.float16).astype(np.float32)
+        rows = fetch(backend, raw, "SELECT user_id, item_count, counts FROM exposure_counts ORDER BY user_id")
+        owners, slots = np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64)
+        counts, items, pair_counts = decode_exposure(b"".join(bytes(r[2]) for r in rows), slots)
+        user_counts = np.zeros((n_users, counts.shape[1]), np.float32)
+        user_counts[owners] = counts
+        count_keys = pair_key(np.repeat(owners, slots), items)
+        by_key = np.argsort(count_keys)
         return cls(
             keys[order], vectors, agg, agg_mask, ptr, nb[:, 1].astype(np.int64), nb[:, 2], item_ptr,
-            inb[:, 1].astype(np.int64), inb[:, 2],
+            inb[:, 1].astype(np.int64), inb[:, 2], user_counts, count_keys[by_key], pair_counts[by_key],
         )
 
     def _pairs(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +163,10 @@ class MemoryTiers:
         entry = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
         vectors, found = self._pairs(np.full(len(entry), user), self.item_neighbours[entry])
         a2a, a2a_mask = weighted_mean(row[found], self.item_similarity[entry][found], vectors[found], n)
-        exposure = np.zeros((n, 6), np.float32)  # the store's counters are not part of this bench
+        keys = pair_key(np.full(n, user), items)
+        at = np.minimum(np.searchsorted(self.count_keys, keys), len(self.count_keys) - 1)
+        pair_counts = np.where((self.count_keys[at] == keys)[:, None], self.pair_counts[at], 0)
+        exposure = np.concatenate([np.repeat(self.user_counts[user][None], n, axis=0), pair_counts], axis=1)
         return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask, a2a, a2a_mask, exposure)
 
 

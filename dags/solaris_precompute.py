@@ -6,7 +6,8 @@ For the hour starting at the end of the run's data interval, using only data bef
 1. **resolve** pins `solaris-vm@champion` and the FM and AE it was trained with, once, for the whole run;
 2. **coverage** measures the last hour's coverage by tier and the previous run's hit rate (before writing);
 3. **candidates** guesses the pairs of users likely to return, adds the last hour's misses (re-queue) and
-   drops pairs an earlier run keeps fresh all hour;
+   drops pairs an earlier run keeps fresh all hour; **exposures** writes every recent user's exposure
+   counters (impressions over 6/24/72 h, the user's and each shown pair's) as of the hour: every VM reads them;
 4. **select** scores them with the VM (the verifier) and keeps the top fraction;
 5. **embed_shard** embeds one shard of the selection with the FM and compresses it with the AE, fanned out
    over `shards` mapped tasks in the `gpu` pool and queue;
