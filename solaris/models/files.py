@@ -67,6 +67,11 @@ def _build(spec: dict[str, Any], state: dict[str, torch.Tensor]) -> nn.Module:
         config = _config(DemandConfig, raw)
         return DemandModel(config, np.zeros((1, len(config.features)), np.float32))
     names = spec["side_features"]
+    if "user.trained" not in state:
+        raise ValueError(
+            f"a {kind.upper()} saved before models recorded which ids they were trained on (and before VMs read "
+            "exposure counters): train it again"
+        )
     users = IdTable(state["user.features"].numpy(), tuple(names["user"]))
     items = IdTable(state["item.features"].numpy(), tuple(names["item"]))
     if kind == "fm":

@@ -13,14 +13,22 @@ class SideEmbedding(nn.Module):
     """An id embedding plus the sum of its side-feature embeddings, looked up from tables held as buffers.
 
     Holding the side-feature table inside the module makes a logged model self-contained: callers pass ids
-    only, and an id the model never saw falls back to the learned 'unknown' row.
+    only. What a model knows of an id must not live only in an id row that training never reached (an item
+    born after the model trained keeps its row at initialisation until the next retrain): an id no training
+    step looked up takes the learned 'unknown' id row, with its own side features. ``id_dropout`` trains that
+    row, and the side features, by hiding a share of known ids during training, as a new id is hidden.
     """
 
-    def __init__(self, table: IdTable, dim: int) -> None:
+    def __init__(self, table: IdTable, dim: int, id_dropout: float = 0.0) -> None:
         super().__init__()
+        if not 0.0 <= id_dropout < 1.0:
+            raise ValueError(f"id_dropout {id_dropout} must lie in [0, 1)")
         self.names = table.names  # not a tensor: saved in a model's spec (solaris.models.files)
+        self.id_dropout = id_dropout
         cards = table.cardinalities
         self.register_buffer("features", torch.as_tensor(table.features, dtype=torch.long))
+        # Which id rows a training step has looked up: saved with the weights, carried over by a fine-tune.
+        self.register_buffer("trained", torch.zeros(table.vocab, dtype=torch.bool))
         offsets = np.concatenate([[0], np.cumsum(cards)[:-1]]) if cards else np.zeros(0)
         self.register_buffer("offsets", torch.as_tensor(offsets, dtype=torch.long))
         self.ids = nn.Embedding(table.vocab, dim)
@@ -35,7 +43,12 @@ class SideEmbedding(nn.Module):
         return torch.where((ids >= 0) & (ids < self.vocab - 1), ids + 1, torch.zeros_like(ids))
 
     def forward(self, rows: torch.Tensor) -> torch.Tensor:
-        out = self.ids(rows)
+        if self.training:
+            self.trained[rows] = True
+        known = self.trained[rows]
+        if self.training and self.id_dropout > 0:
+            known = known & (torch.rand(rows.shape, device=rows.device) >= self.id_dropout)
+        out = self.ids(torch.where(known, rows, torch.zeros_like(rows)))
         if self.offsets.numel():
             out = out + self.side(self.features[rows] + self.offsets).sum(dim=-2)
         return out
