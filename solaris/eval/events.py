@@ -28,6 +28,7 @@ class ServedEvents:
     click: np.ndarray  # (n,) float32
     fm_click: np.ndarray  # (n,) the FM's click probability, from the history strictly before the impression
     fm_click_hourly: np.ndarray  # (n,) the same as the precompute computes it: as of the hour's start, position 0
+    fm_click_hourly_positioned: np.ndarray  # (n,) the same at the impression's position: an ablation
     base: np.ndarray  # (n, 10) the base VM's inputs as served: ids, hour, position, counters
     served: np.ndarray  # (n, 10 + 4 * (code_dim + 1)) the SOLARIS VM's inputs as served
     tiers: np.ndarray  # (n,) int8 tier that fed each row
@@ -62,11 +63,14 @@ def served_events(
     fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
     ts = ts_micros(shown["ts"])
     fm_click_hourly = embed(fm, hour_start_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
+    positioned = hour_start_matrix(shown, index, fm.config.history, at_position=True)
+    fm_click_hourly_positioned = embed(fm, positioned, device=device).probs[:, 0]
     inputs = served_matrix(shown, served)
     return ServedEvents(
         click=shown["click"].to_numpy().astype(np.float32),
         fm_click=fm_click.astype(np.float32),
         fm_click_hourly=fm_click_hourly.astype(np.float32),
+        fm_click_hourly_positioned=fm_click_hourly_positioned.astype(np.float32),
         base=inputs[:, : len(VM_BASE_COLUMNS)],
         served=inputs,
         tiers=served["tier"].to_numpy().astype(np.int8),

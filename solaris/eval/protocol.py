@@ -13,6 +13,9 @@ DEFAULT_FM_REFRESH = "daily"
 # The reference rows every replay table holds, named once.
 FM, VM_BASE = "FM", "VM base"
 FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the precompute can embed
+# The same at the impression's position: what a VM fed the hour's code and the position could reach at most
+# from the pair code alone; why the SOLARIS rows can stand above "FM as precomputed".
+FM_HOURLY_POSITIONED = "FM as precomputed, at served position (ablation)"
 ALL_TIERS = "SOLARIS +knn"  # the SOLARIS VM that sees every tier: the last rung of eval.variants' tier ladder
 
 _SERVED_FM = {
@@ -49,6 +52,7 @@ def protocol(fm_refresh: str) -> dict[str, str]:
         "fm_reference": (
             f"{FM!r}: {_SERVED_FM[fm_refresh]}, scored on every evaluation impression from its history strictly "
             f"before that impression; {FM_HOURLY!r} is the same FM as the precompute runs it (history before the "
-            "hour's start, position 0), a reference only"
+            f"hour's start, position 0), a reference only; {FM_HOURLY_POSITIONED!r} the same at each impression's "
+            "own position, an ablation: the VMs know the position, the precompute does not"
         ),
     }

@@ -24,7 +24,7 @@ from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pa
 from solaris.eval.events import ServedEvents, concat, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, ModelScore, ReplayReport, SweepPoint, TierContribution
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, check_fm_refresh, protocol
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, FM_HOURLY_POSITIONED, check_fm_refresh, protocol
 from solaris.eval.scoring import score_models, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
@@ -138,9 +138,13 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     own = logging_events.select(logging_events.hours >= _hour_index(serving.first_serving_hour))
     calibrate = PlattScaling.fit(own.fm_click, own.click)
     calibrate_hourly = PlattScaling.fit(own.fm_click_hourly, own.click)
+    calibrate_positioned = PlattScaling.fit(own.fm_click_hourly_positioned, own.click)
 
     def calibrated(e: ServedEvents) -> ServedEvents:
-        return replace(e, fm_click=calibrate(e.fm_click), fm_click_hourly=calibrate_hourly(e.fm_click_hourly))
+        return replace(
+            e, fm_click=calibrate(e.fm_click), fm_click_hourly=calibrate_hourly(e.fm_click_hourly),
+            fm_click_hourly_positioned=calibrate_positioned(e.fm_click_hourly_positioned),
+        )  # fmt: skip
 
     version = serving.serving.pinned.embedding_version
     refreshed = replay.phase(
@@ -233,7 +237,7 @@ def _scores(
     events: ServedEvents, refreshed: dict[str, VerticalModel], marginal: dict[str, float], seed: int
 ) -> tuple[list[ModelScore], list[TierContribution]]:
     """Every model's score, and each tier's NE contribution along the variants' tier ladder."""
-    probs = {FM: events.fm_click, FM_HOURLY: events.fm_click_hourly}
+    probs = {FM: events.fm_click, FM_HOURLY: events.fm_click_hourly, FM_HOURLY_POSITIONED: events.fm_click_hourly_positioned}
     probs |= {name: predict(variant(name), model, events) for name, model in refreshed.items()}
     scores = score_models(events.click, events.requests, probs, seed)
     return scores, tier_contributions(events.click, events.requests, probs, TIER_STEPS, marginal, seed)

@@ -244,16 +244,18 @@ def fm_matrix(impressions: pa.Table, index: HistoryIndex, n: int) -> np.ndarray:
 
 
 def hour_start_matrix(
-    impressions: pa.Table, index: HistoryIndex, n: int, age_hours: np.ndarray | None = None
+    impressions: pa.Table, index: HistoryIndex, n: int, age_hours: np.ndarray | None = None, at_position: bool = False
 ) -> np.ndarray:
     """FM inputs for logged impressions as the precompute builds them: as of the start of each impression's
     hour (or of the hour ``age_hours`` before it, for a code written that much earlier and still fresh), at
-    position 0 (the precompute embeds before the hour's requests and knows no position)."""
+    position 0 (the precompute embeds before the hour's requests and knows no position; ``at_position``: the
+    impression's own, for an ablation)."""
     users, items = impressions["user_id"].to_numpy(), impressions["item_id"].to_numpy()
     start = hour_start(ts_micros(impressions["ts"]))
     if age_hours is not None:
         start = start - np.asarray(age_hours, np.int64) * US_PER_HOUR
-    return pair_matrix(users, items, start, np.zeros(len(start), np.int64), index, n)
+    position = impressions["position"].to_numpy() if at_position else np.zeros(len(start), np.int64)
+    return pair_matrix(users, items, start, position, index, n)
 
 
 def pair_matrix(

@@ -58,7 +58,7 @@ def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, R
     report = replayed[1]
     names = [m.name for m in report.models]
     assert names == [
-        "FM", "FM as precomputed", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +a2a", "SOLARIS +agg",
+        "FM", "FM as precomputed", "FM as precomputed, at served position (ablation)", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +a2a", "SOLARIS +agg",
         "SOLARIS +knn", "SOLARIS all but a2a (ablation)", "SOLARIS all+distill",
     ]  # fmt: skip
     assert {h.span for h in report.hours} == {"logging", "eval"}
