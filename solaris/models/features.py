@@ -156,7 +156,7 @@ class HistoryIndex:
             for hours in exposure.WINDOWS_H:
                 start = segment_searchsorted(sorted_ts, lo, hi, ts_us - hours * US_PER_HOUR)
                 columns.append(end - start)
-        return np.stack(columns, axis=1).reshape(len(users), len(columns)).astype(np.int64)
+        return np.stack(columns, axis=1).astype(np.int64)
 
     def served_exposure(self, users: np.ndarray, items: np.ndarray, ts_us: np.ndarray) -> np.ndarray:
         """The raw counts the store serves at ``ts``: as of the start of its hour, when the precompute wrote them."""

@@ -9,14 +9,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from solaris import exposure
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.models.features import MAX_EXACT_ID, US_PER_HOUR, HistoryIndex
-from solaris.precompute.embedding import HISTORY_COLUMNS
+from solaris.precompute.embedding import HISTORY_COLUMNS, history_index
 from solaris.precompute.run_files import Meta, event_log, timed
 from solaris.precompute.spec import HourRun
 from solaris.store import open_configured_store
@@ -29,10 +27,10 @@ WINDOWS = len(exposure.WINDOWS_H)
 
 def exposure_index(log: EventLog, before: datetime, user_ids: np.ndarray | None = None) -> HistoryIndex:
     """Impressions in the longest window plus the counters' TTL before ``before`` (of ``user_ids`` if given)."""
-    table = log.impressions(before - timedelta(hours=LONGEST_H + exposure.TTL_HOURS), before, HISTORY_COLUMNS)
+    hours = LONGEST_H + exposure.TTL_HOURS
     if user_ids is not None:
-        table = table.filter(pc.is_in(table["user_id"], value_set=pa.array(np.unique(user_ids), pa.int64())))
-    return HistoryIndex.from_table(table)
+        return history_index(log, user_ids, before, hours)
+    return HistoryIndex.from_table(log.impressions(before - timedelta(hours=hours), before, HISTORY_COLUMNS))
 
 
 def counts_as_of(index: HistoryIndex, at: datetime) -> ExposureCounts:

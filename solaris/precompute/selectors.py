@@ -14,6 +14,7 @@ must choose alike.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,8 +35,6 @@ def verifier_inputs(
 ) -> np.ndarray:
     """The VM's input rows for candidate pairs at ``at``: position 0, the counters the ranker will read this
     hour, every embedding tier absent."""
-    from dataclasses import replace
-
     from solaris.enrichment.tiers import absent, served_inputs
     from solaris.store.codec import to_micros
 
