@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     dsub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
 
     gen = dsub.add_parser("generate", help="generate a synthetic ads world")
-    gen.add_argument("--preset", default="default", help="tiny|default|large")
+    gen.add_argument("--preset", default="default", help="tiny|default|churn|large")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
     gen.add_argument("--overwrite", action="store_true")

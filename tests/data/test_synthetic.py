@@ -177,6 +177,9 @@ def test_ne_headroom_is_reported_and_consistent(world: EventLog, impressions: pd
         ({"pool_size": 201}, "pool_size=201 exceeds n_items=200"),
         ({"requests_per_user_day": 0.0}, "requests_per_user_day=0.0"),
         ({"new_user_share": 1.0}, "new_user_share=1.0"),
+        ({"item_life_days": (0, 3)}, "item_life_days=\\(0, 3\\)"),
+        ({"item_life_days": (4, 2)}, "item_life_days=\\(4, 2\\)"),
+        ({"item_life_days": (1.5, 2)}, "item_life_days=\\(1.5, 2\\)"),
         ({"start": datetime(2026, 1, 5)}, "start="),
         ({"seed": -1}, "seed=-1"),
         ({"size": 3}, "no field"),
@@ -265,3 +268,37 @@ def test_failure_mid_generation_leaves_nothing(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(OSError, match="disk full"):
         generate_world(TINY, tmp_path / "world")
     assert list(tmp_path.iterdir()) == []
+
+
+CHURN = TINY.with_overrides(n_items=600, item_life_days=(1, 2))
+
+
+def test_churned_items_are_candidates_only_while_they_run(tmp_path: Path) -> None:
+    log = generate_world(CHURN, tmp_path / "churn")
+    items = log.items().to_pandas().set_index("item_id")
+    life_days = (items.end_ts - items.launch_ts) / pd.Timedelta(days=1)
+    assert life_days.between(1, 2).all() and set(life_days) == {1, 2}
+    requests = log.requests(log.start, log.end).to_pandas()
+    candidate = requests.explode("candidates").astype({"candidates": "int64"})
+    launch = items.launch_ts.reindex(candidate.candidates).to_numpy()
+    end = items.end_ts.reindex(candidate.candidates).to_numpy()
+    ts = candidate.ts.to_numpy()
+    assert ((launch <= ts) & (ts < end)).all()
+    launched_later = items.index[items.launch_ts > pd.Timestamp(log.start)]
+    shown = log.impressions(log.start, log.end).to_pandas()
+    assert shown.item_id.isin(launched_later).mean() > 0.2  # the churn reaches what is shown
+
+
+def test_churn_leaves_the_rest_of_the_world_as_drawn(world: EventLog, tmp_path: Path) -> None:
+    """Flights come from their own random stream: the items' side features are those of the same seed without churn."""
+    churned = generate_world(TINY.with_overrides(n_items=TINY.n_items, item_life_days=(3, 3)), tmp_path / "w")
+    features = [name for name in world.items().column_names if name.startswith("i_")]
+    assert churned.items().select(features).equals(world.items().select(features))
+    items = world.items().to_pandas()
+    assert (items.launch_ts == pd.Timestamp(world.start)).all() and (items.end_ts == pd.Timestamp(world.end)).all()
+
+
+def test_churn_too_thin_for_the_pool_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="fewer than pool_size=100; raise n_items or item_life_days"):
+        generate_world(TINY.with_overrides(item_life_days=(1, 1)), tmp_path / "thin")
+    assert not (tmp_path / "thin").exists()

@@ -58,6 +58,9 @@ class WorldConfig:
     drift: float = 0.25  # norm of the daily random step of a user's interests
     diurnal_amplitude: float = 0.6  # hourly traffic is 1 + a * cos(day phase), peaking at 16:00 UTC
     new_user_share: float = 0.3  # users who sign up at a uniform hour of the span instead of at its start
+    # Ad churn: each item runs a whole number of days drawn uniformly from [low, high], starting at a uniform
+    # day boundary (campaigns already running at the start included); None: every item runs the whole span.
+    item_life_days: tuple[int, int] | None = None
     activity_sd: float = 0.8  # sigma of the lognormal per-user request rate
     retrieval_noise: float = 0.7  # norm of the daily noise on the retrieval query
     retrieval_popularity: float = 0.05  # weight of log-popularity in the retrieval score
@@ -134,6 +137,10 @@ def _validate(c: WorldConfig) -> None:
         raise bad("diurnal_amplitude", "must be in [0, 1]")
     if not 0 <= c.new_user_share < 1:
         raise bad("new_user_share", "must be in [0, 1)")
+    if c.item_life_days is not None:
+        life = c.item_life_days
+        if len(life) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in life) or not 1 <= life[0] <= life[1]:
+            raise bad("item_life_days", "must be None or two whole numbers of days, 1 <= low <= high")
     if c.latent_dim < 2 or c.latent_dim % 2:
         raise bad("latent_dim", "must be even and >= 2 (the click model splits it in halves)")
     for small, big in (("n_shown", "n_candidates"), ("n_candidates", "pool_size"), ("pool_size", "n_items")):
@@ -157,6 +164,12 @@ PRESETS: dict[str, WorldConfig] = {
     "default": WorldConfig(
         "default", n_users=3500, n_items=1200, days=5, requests_per_user_day=2.5, n_advertisers=120
     ),
+    # the default world's traffic over ads that run 2-8 days, most of them launched after the first day: what
+    # a model knows of an item must carry over from its side features and its first viewers, not its id row
+    "churn": WorldConfig(
+        "churn", n_users=3500, n_items=2400, days=5, requests_per_user_day=2.5, n_advertisers=120,
+        item_life_days=(2, 8),
+    ),  # fmt: skip
     # scale: >= 10M impressions
     "large": WorldConfig(
         "large", n_users=100_000, n_items=20_000, days=14, requests_per_user_day=1.2, n_advertisers=1500

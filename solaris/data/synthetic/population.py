@@ -16,6 +16,7 @@ from solaris.data.synthetic.config import WorldConfig
 
 USER_FEATURES = ["u_country", "u_age_bucket", "u_device"]
 ITEM_FEATURES = ["i_category", "i_advertiser", "i_price_bucket"]
+ITEM_FLIGHT_STREAM = 1  # the random stream the items' flights are drawn from, apart from the world's own
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
@@ -39,7 +40,13 @@ class Items:
     category: np.ndarray  # (n,) int
     price_bucket: np.ndarray  # (n,) int
     bias: np.ndarray  # (n,) creative quality (logit)
-    table: pa.Table  # items.parquet: item_id, i_* side features
+    launch_day: np.ndarray  # (n,) int: the first day the item runs (negative: running before the span)
+    end_day: np.ndarray  # (n,) int: the day after its last (past the span: still running at its end)
+    table: pa.Table  # items.parquet: item_id, i_* side features, launch_ts, end_ts
+
+    def live(self, day: int) -> np.ndarray:
+        """Ids of the items running on ``day``, ascending."""
+        return np.flatnonzero((self.launch_day <= day) & (day < self.end_day))
 
 
 def _noisy_argmax(scores: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
@@ -93,16 +100,36 @@ def make_items(c: WorldConfig, rng: np.random.Generator) -> Items:
     per_category = max(1, c.n_advertisers // c.n_categories)
     advertiser = (category * per_category + rng.integers(0, per_category, n)) % c.n_advertisers
     bias = rng.normal(0.0, c.truth.item_bias_sd, n)
+    launch_day, end_day = item_flights(c)
+    start_us = int(c.start.timestamp()) * 1_000_000
+    flight_us = [start_us + day.astype(np.int64) * 24 * 3_600_000_000 for day in (launch_day, end_day)]
+    schema = side_feature_schema("item_id", ITEM_FEATURES)
+    schema = schema.append(pa.field("launch_ts", TS, nullable=False)).append(pa.field("end_ts", TS, nullable=False))
     table = pa.table(
         [
             pa.array(np.arange(n, dtype=np.int64)),
             pa.array(category.astype(np.int32)),
             pa.array(advertiser.astype(np.int32)),
             pa.array(price_bucket.astype(np.int32)),
+            *(pa.array(us).cast(TS) for us in flight_us),
         ],
-        schema=side_feature_schema("item_id", ITEM_FEATURES),
+        schema=schema,
     )
-    return Items(latent, log_popularity, category, price_bucket, bias, table)
+    return Items(latent, log_popularity, category, price_bucket, bias, launch_day, end_day, table)
+
+
+def item_flights(c: WorldConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(launch day, end day) per item. Drawn from a stream of their own, so a world without churn is the same
+    draw as before churn existed. Launch days start ``life - 1`` days before the span, so about as many
+    campaigns run on its first day as on any other."""
+    n = c.n_items
+    if c.item_life_days is None:
+        return np.zeros(n, np.int64), np.full(n, c.days, np.int64)
+    rng = np.random.default_rng((c.seed, ITEM_FLIGHT_STREAM))
+    low, high = c.item_life_days
+    life = rng.integers(low, high + 1, n)
+    launch = np.floor(rng.random(n) * (c.days + life - 1)).astype(np.int64) - (life - 1)
+    return launch, launch + life
 
 
 def drift(latent: np.ndarray, step: float, rng: np.random.Generator) -> np.ndarray:

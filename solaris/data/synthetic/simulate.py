@@ -114,16 +114,24 @@ class Simulator:
         signed_up = self.users.signup_hour[None, :] <= hours[:, None]
         counts = self.rng.poisson(self.users.activity[None, :] / 24 * cycle[:, None] * signed_up)
         active = np.flatnonzero(counts.sum(axis=0))
-        pools = retrieval.daily_pools(
-            self.latent[active],
-            self.items.latent,
-            self.items.category,
-            self.items.log_popularity,
-            c.pool_size,
-            c.retrieval_noise,
-            c.retrieval_popularity,
-            self.rng,
-        )
+        live = self.items.live(day)
+        if len(live) < c.pool_size:
+            raise ValueError(
+                f"world config {c.name!r}: {len(live)} items run on day {day}, fewer than pool_size={c.pool_size}; "
+                f"raise n_items or item_life_days"
+            )
+        pools = live[
+            retrieval.daily_pools(
+                self.latent[active],
+                self.items.latent[live],
+                self.items.category[live],
+                self.items.log_popularity[live],
+                c.pool_size,
+                c.retrieval_noise,
+                c.retrieval_popularity,
+                self.rng,
+            )
+        ].astype(np.int32)
         self.history.follow_pools(active, retrieval.slot_sources(self.pools[active], pools))
         self.pools[active] = pools
         if not self.calibrated and counts.any():
