@@ -44,7 +44,7 @@ def _context(params: dict[str, Any]) -> tuple[Any, Any]:
     tags=["solaris", "training", "mlflow"],
     doc_md=__doc__,
     params={
-        "epochs": Param(6, type="integer", minimum=1, maximum=100, description="maximum epochs per model"),
+        "epochs": Param(12, type="integer", minimum=1, maximum=100, description="maximum epochs per model"),
         "seed": Param(0, type="integer", minimum=0, description="training seed"),
         "ttl_hours": Param(**airflow_param("ttl_hours")),
     },

@@ -16,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
     common.add_argument("--seed", type=int, default=0)
-    common.add_argument("--epochs", type=int, default=6)
+    common.add_argument("--epochs", type=int, help="most epochs per model (default 12; early stopping ends most sooner)")
     common.add_argument("--threads", type=int, help="torch threads (1 is best on a busy 2-core machine)")
     common.add_argument("--no-progress", action="store_true")
 
@@ -42,7 +42,8 @@ def _plan(args: argparse.Namespace, device: str):  # noqa: ANN202 - heavy types 
     from solaris.models.training import FitConfig
     from solaris.training.jobs import TrainPlan
 
-    fit = FitConfig(epochs=args.epochs, seed=args.seed, threads=args.threads, progress=not args.no_progress)
+    epochs = {} if args.epochs is None else {"epochs": args.epochs}
+    fit = FitConfig(**epochs, seed=args.seed, threads=args.threads, progress=not args.no_progress)
     return TrainPlan(fit=fit, device=device)
 
 

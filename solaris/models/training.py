@@ -32,7 +32,7 @@ EpochHook = Callable[[int, float, float], None]  # (epoch, train loss, validatio
 
 @dataclass(frozen=True)
 class FitConfig:
-    epochs: int = 6
+    epochs: int = 12  # a cap: early stopping ends most fits sooner
     patience: int = 1
     lr: float = 2e-3
     weight_decay: float = 1e-6

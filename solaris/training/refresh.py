@@ -50,10 +50,10 @@ def refresh_fm(
     train, valid = refresh_spans(world, until, valid_hours)
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-fm"))
     with mlflow.start_run(run_name="fm-refresh"):
-        runs.log_params({**plan.fit.as_params(), "refreshed_from": previous.version, "train": str(train), "valid": str(valid)})
+        runs.log_params({**plan.fm_fit.as_params(), "refreshed_from": previous.version, "train": str(train), "valid": str(valid)})
         fm, fit = train_fm(
             world.log, train, valid, world.index, world.users, world.items,
-            fit_config=plan.fit, on_epoch=runs.log_epoch, start_from=previous.model,
+            fit_config=plan.fm_fit, on_epoch=runs.log_epoch, start_from=previous.model,
         )  # fmt: skip
         runs.log_fit(fit, "FM refresh")
         example = fm_matrix(world.log.impressions(valid.start, valid.end).slice(0, 5), world.index, fm.config.history)
