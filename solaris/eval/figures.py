@@ -108,6 +108,19 @@ class TierContribution:
 
 
 @dataclass(frozen=True)
+class Cohort:
+    """The evaluation span's impressions of ids the serving FM never trained on (``new items``: launched since
+    its last refresh; ``new users``: signed up since), every model scored on them alone, as in the main table:
+    whether what a model knows of a new id carries over (side features, counters, history) or lived only in id
+    rows. ``models`` is empty where the cohort is too small to score."""
+
+    name: str
+    share: float  # of the evaluation span's impressions
+    events: int
+    models: list[ModelScore]
+
+
+@dataclass(frozen=True)
 class ReplayReport:
     world: str
     seed: int
@@ -132,6 +145,7 @@ class ReplayReport:
     # contribution (empty in a report written before them).
     coverage_marginal: dict[str, float] = field(default_factory=dict)
     tier_contributions: list[TierContribution] = field(default_factory=list)
+    cohorts: list[Cohort] = field(default_factory=list)  # empty in a report written before them
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:
@@ -156,5 +170,8 @@ class ReplayReport:
                 "sweep": [SweepPoint(**s) for s in raw["sweep"]],
                 "speculation": [SpeculationPoint(**s) for s in raw.get("speculation", [])],
                 "tier_contributions": [TierContribution(**c) for c in raw.get("tier_contributions", [])],
+                "cohorts": [
+                    Cohort(**c | {"models": [ModelScore(**m) for m in c["models"]]}) for c in raw.get("cohorts", [])
+                ],
             }
         )

@@ -22,14 +22,15 @@ from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
 from solaris.eval.events import ServedEvents, concat, served_events
-from solaris.eval.figures import SWEEP_FRACTIONS, ModelScore, ReplayReport, SweepPoint, TierContribution
+from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, FM_HOURLY_POSITIONED, check_fm_refresh, protocol
-from solaris.eval.scoring import score_models, tier_contributions
+from solaris.eval.scoring import score_cohorts, score_models, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
 from solaris.eval.variants import TIER_STEPS, VARIANTS, predict, refresh, variant
 from solaris.models.calibration import PlattScaling
+from solaris.models.fm import FoundationModel
 from solaris.models.splits import Span
 from solaris.models.training import FitConfig
 from solaris.models.vm import VerticalModel
@@ -153,7 +154,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     )
     eval_events = calibrated(events(spans.eval, replay.settings))
     evaluated_marginal = mean_coverage(evaluated.figures, "coverage_marginal")
-    scores, contributions = _scores(eval_events, refreshed, evaluated_marginal, config.seed)
+    scores, contributions, cohorts = _scores(eval_events, refreshed, evaluated_marginal, serving.fm.model, config.seed)
     span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
     main_events = eval_events.select(eval_events.hours >= _hour_index(span.serve_from))
     arms = Arms(span, serving.serving, refreshed, main_events, replay.arm_settings, events, config.seed, config.progress)
@@ -178,6 +179,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         speculation=speculation,
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
+        cohorts=cohorts,
         seconds=replay.seconds,
         protocol=protocol(config.fm_refresh),
         fm_versions=[c.as_dict() for c in chains],
@@ -234,13 +236,17 @@ def _hour_index(hour: datetime) -> int:
 
 
 def _scores(
-    events: ServedEvents, refreshed: dict[str, VerticalModel], marginal: dict[str, float], seed: int
-) -> tuple[list[ModelScore], list[TierContribution]]:
-    """Every model's score, and each tier's NE contribution along the variants' tier ladder."""
+    events: ServedEvents, refreshed: dict[str, VerticalModel], marginal: dict[str, float], fm: FoundationModel, seed: int
+) -> tuple[list[ModelScore], list[TierContribution], list[Cohort]]:
+    """Every model's score, each tier's NE contribution along the variants' tier ladder, and every model on
+    the ids the serving FM never trained on."""
     probs = {FM: events.fm_click, FM_HOURLY: events.fm_click_hourly, FM_HOURLY_POSITIONED: events.fm_click_hourly_positioned}
     probs |= {name: predict(variant(name), model, events) for name, model in refreshed.items()}
     scores = score_models(events.click, events.requests, probs, seed)
-    return scores, tier_contributions(events.click, events.requests, probs, TIER_STEPS, marginal, seed)
+    contributions = tier_contributions(events.click, events.requests, probs, TIER_STEPS, marginal, seed)
+    users, items = events.base[:, 0], events.base[:, 1]
+    new = {"new items": ~fm.item.known(items), "new users": ~fm.user.known(users)}
+    return scores, contributions, score_cohorts(events.click, events.requests, probs, new, seed)
 
 
 def _sweep(arms: Arms, config: ReplayConfig) -> list[SweepPoint]:

@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from solaris.eval.bootstrap import RESAMPLES, interval, request_sums, resampled_ne, transfer_samples
-from solaris.eval.figures import ModelScore, TierContribution
+from solaris.eval.figures import Cohort, ModelScore, TierContribution
 from solaris.eval.protocol import FM, VM_BASE
 from solaris.models import metrics
 
+MIN_COHORT_EVENTS = 500  # a cohort with fewer impressions (or one class only) is reported unscored
 
 
 def score_models(
@@ -73,4 +74,17 @@ def tier_contributions(
                 marginal.get(tier, 0.0),
             )
         )
+    return found
+
+
+def score_cohorts(
+    labels: np.ndarray, requests: np.ndarray, probs: Mapping[str, np.ndarray], cohorts: Mapping[str, np.ndarray], seed: int
+) -> list[Cohort]:
+    """:func:`score_models` on each cohort's rows alone (``cohorts``: name -> row mask)."""
+    found = []
+    for name, mask in cohorts.items():
+        n = int(mask.sum())
+        scorable = n >= MIN_COHORT_EVENTS and 0 < labels[mask].sum() < n
+        models = score_models(labels[mask], requests[mask], {k: p[mask] for k, p in probs.items()}, seed) if scorable else []
+        found.append(Cohort(name, n / max(len(labels), 1), n, models))
     return found

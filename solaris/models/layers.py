@@ -42,6 +42,11 @@ class SideEmbedding(nn.Module):
         ids = ids.long()
         return torch.where((ids >= 0) & (ids < self.vocab - 1), ids + 1, torch.zeros_like(ids))
 
+    def known(self, ids: np.ndarray) -> np.ndarray:
+        """Which ``ids`` a training step looked up (the rest take the unknown row): bool, one per id."""
+        rows = self.rows(torch.as_tensor(np.asarray(ids, dtype=np.int64), device=self.trained.device))
+        return self.trained[rows].cpu().numpy()
+
     def forward(self, rows: torch.Tensor) -> torch.Tensor:
         if self.training:
             self.trained[rows] = True

@@ -76,6 +76,19 @@ def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replay
     assert report.invariants == {"checked": list(INVARIANTS), "violated": []}
 
 
+def test_the_ids_the_serving_fm_never_trained_on_are_scored_apart(replayed: tuple[Settings, ReplayReport]) -> None:
+    """Users sign up all through the tiny world, so some evaluation impressions are of users the serving FM
+    never trained on; each cohort scores the main table's models on its own rows."""
+    report = replayed[1]
+    assert [c.name for c in report.cohorts] == ["new items", "new users"]
+    new_users = report.cohorts[1]
+    assert 0 < new_users.share < 0.5 and new_users.events > 0
+    assert [m.name for m in new_users.models] == [m.name for m in report.models]
+    for m in new_users.models:
+        assert m.ne_ci95[0] <= m.ne <= m.ne_ci95[1], m.name
+    assert new_users.models[0].ne != report.models[0].ne
+
+
 def test_each_tier_reports_its_marginal_coverage_and_ne_contribution(replayed: tuple[Settings, ReplayReport]) -> None:
     """Down the feeding order, each tier's NE gain is the ladder's step (the base VM before the first tier),
     with a paired interval; the A2A tier feeds served pairs on the tiny world."""

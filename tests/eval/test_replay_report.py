@@ -11,11 +11,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
 import pytest
 
 from solaris.eval.figures import (
     CUMULATIVE_TIERS,
     SWEEP_FRACTIONS,
+    Cohort,
     HourFigures,
     ModelScore,
     ReplayReport,
@@ -33,6 +35,7 @@ from solaris.eval.report import (
     write_html,
 )
 from solaris.eval.arms import efficiency
+from solaris.eval.scoring import MIN_COHORT_EVENTS, score_cohorts, score_models
 from solaris.models.metrics import transfer_ratio
 
 START = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
@@ -122,6 +125,10 @@ def make_report(seed: int = 0) -> ReplayReport:
             TierContribution("a2a", "SOLARIS pair", "SOLARIS +a2a", 0.001, [-0.002, 0.004], 0.27),
             TierContribution("agg", "SOLARIS +a2a", "SOLARIS +agg", -0.01, [-0.015, -0.005], 0.16),
         ],
+        cohorts=[
+            Cohort("new items", 0.125, 2500, [replace(m, ne=m.ne + 0.03) for m in models]),
+            Cohort("new users", 0.01, 200, []),
+        ],
     )
 
 
@@ -164,6 +171,12 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "27.0%" in a2a and "[-0.0020, +0.0040]" in a2a and "nothing measurable" in a2a
     assert "SOLARIS +a2a vs SOLARIS pair" in a2a
     assert "a loss" in _line(text, "+ user aggregate ")  # an interval below 0 is not something a tier adds
+    new_items = [line for line in text.splitlines() if line.startswith("new items (12.5%, 2,500)")]
+    assert [next(m for m in ("FM ", "VM base", "VM distilled", "SOLARIS +knn", "SOLARIS all+distill") if m in line) for line in new_items] == [
+        "FM ", "VM base", "VM distilled", "SOLARIS +knn", "SOLARIS all+distill"
+    ]  # fmt: skip
+    assert f"{report.model('FM').ne + 0.03:.4f}" in new_items[0]
+    assert "too few to score" in _line(text, "new users (1.0%, 200)")
     assert text.rstrip().endswith("Invariants: all hold")
 
 
@@ -182,6 +195,22 @@ def test_html_pngs_and_json_are_written_and_linked(tmp_path: Path) -> None:
     assert f"<td>{report.efficiency['fm_calls_per_covered_candidate']:.3f}</td>" in page
     written = ReplayReport.from_json((tmp_path / "out" / "report.json").read_text())
     assert written == replace(report, invariants={"checked": list(INVARIANTS), "violated": []})
+
+
+def test_each_cohort_is_scored_on_its_rows_alone_and_a_small_one_is_left_unscored() -> None:
+    rng = np.random.default_rng(0)
+    n = 4 * MIN_COHORT_EVENTS
+    labels = (rng.random(n) < 0.3).astype(np.float32)
+    probs = {"FM": np.clip(0.3 + 0.3 * (labels - 0.3) + 0.1 * rng.standard_normal(n), 0.01, 0.99), "VM base": np.full(n, 0.3)}
+    requests = np.arange(n) // 4
+    rows = np.arange(n)
+    cohorts = {"first half": rows < n // 2, "a few": rows < MIN_COHORT_EVENTS - 1}
+    half, few = score_cohorts(labels, requests, probs, cohorts, seed=0)
+    assert (half.name, half.events, half.share) == ("first half", n // 2, 0.5)
+    mask = cohorts["first half"]
+    assert half.models == score_models(labels[mask], requests[mask], {k: p[mask] for k, p in probs.items()}, 0)
+    assert half.models != score_models(labels, requests, probs, 0)
+    assert (few.events, few.models) == (MIN_COHORT_EVENTS - 1, [])
 
 
 def test_json_round_trip() -> None:

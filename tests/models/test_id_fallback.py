@@ -37,6 +37,7 @@ def test_an_id_no_training_step_reached_takes_the_unknown_id_row_with_its_own_si
     torch.testing.assert_close(out[:2], layer.ids(rows[:2]) + side[:2])  # trained: their own rows
     torch.testing.assert_close(out[2], layer.ids.weight[0] + side[2])  # id 4: the unknown row, its own parity
     assert not torch.equal(out[2], layer(layer.rows(torch.tensor([5])))[0])  # id 5: the other parity
+    assert layer.known(np.array([0, 1, 4, 5, -1, 99])).tolist() == [True, True, False, False, False, False]
 
 
 def test_id_dropout_hides_a_share_of_known_ids_in_training_only() -> None:

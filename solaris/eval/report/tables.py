@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from solaris.eval.figures import CUMULATIVE_TIERS, ModelScore, ReplayReport, SweepPoint, TierContribution
 from solaris.eval.report.invariants import check_invariants, no_transfer_reason, span_means
-from solaris.eval.protocol import ALL_TIERS
+from solaris.eval.protocol import ALL_TIERS, FM, VM_BASE
 
 SPANS = ("logging", "eval")
 TIER_LABELS = {"pair": "pair", "a2a": "+ similar items (A2A)", "agg": "+ user aggregate", "knn": "+ similar users"}
@@ -29,7 +29,7 @@ class Section:
 
 def sections(report: ReplayReport) -> list[Section]:
     return [
-        _models(report), _tiers(report), _per_hour(report), _efficiency(report), _embeddings(report),
+        _models(report), _cohorts(report), _tiers(report), _per_hour(report), _efficiency(report), _embeddings(report),
         _sweep(report), _speculation(report), _seconds(report),
     ]  # fmt: skip
 
@@ -55,6 +55,20 @@ def _models(report: ReplayReport) -> Section:
     reason = no_transfer_reason(report)
     title = "Models on the evaluation span" + (f" ({reason})" if reason else "")
     return Section(title, ("model", *SCORE_HEADER, "AUC", "paper"), rows)
+
+
+COHORT_MODELS = (FM, VM_BASE, "VM distilled", ALL_TIERS, "SOLARIS all+distill")  # the cohort table's rows
+
+
+def _cohorts(report: ReplayReport) -> Section:
+    """The main table's key rows again on the impressions of ids the serving FM never trained on."""
+    rows = []
+    for c in report.cohorts:
+        label = f"{c.name} ({pct(c.share)}, {c.events:,})"
+        scored = [m for m in c.models if m.name in COHORT_MODELS]
+        rows += [(label, m.name, *score_cells(m)[:4]) for m in scored] or [(label, "too few to score", *[DASH] * 4)]
+    title = "Ids the serving FM never trained on, evaluation span (share of impressions, count)"
+    return Section(title, ("cohort", "model", *SCORE_HEADER[:4]), rows)
 
 
 def _tiers(report: ReplayReport) -> Section:
