@@ -26,9 +26,9 @@ from solaris.models import metrics
 from solaris.models.calibration import PlattScaling
 from solaris.models.features import fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
-from solaris.models.splits import Span
 from solaris.models.training import FitConfig, train_fm
 from solaris.training.jobs import TrainPlan, World
+from solaris.training.refresh import refresh_spans
 
 ARMS = {
     "before": (replace(FMConfig(), dropout=0.1), {"epochs": 6, "patience": 1, "weight_decay": 1e-6}),
@@ -48,13 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     first, refreshed = (World.open(args.world, TrainPlan().fractions, until=t) for t in (spans.train.end, refreshed_at))
     scored = log.impressions(spans.eval.start, spans.eval.end)
     calibration = log.impressions(refreshed_at, spans.eval.start)
+    train, valid = refresh_spans(refreshed, refreshed_at, valid_hours=2)  # the replay's default valid_hours
     print(f"ABLATION {args.world.name}: {scored.num_rows} evaluation impressions; NE raw / Platt-scaled on the day before")
     print("seed  arm      epochs (first, refresh)  first FM           refreshed FM")
     for seed in args.seeds:
         for arm, (config, changes) in ARMS.items():
             fit = replace(TrainPlan(fit=FitConfig(seed=seed, progress=False, threads=1)).fm_fit, **changes)
             fm, a = train_fm(log, first.split.fm_train, first.split.valid, first.index, first.users, first.items, config, fit)
-            train, valid = Span(log.start, refreshed_at - 2 * HOUR), Span(refreshed_at - 2 * HOUR, refreshed_at)
             fm_refreshed, b = train_fm(log, train, valid, refreshed.index, refreshed.users, refreshed.items, fit_config=fit, start_from=fm)
             ne = [_ne(m, scored, calibration, first) for m in (fm, fm_refreshed)]
             print(f"{seed:>4}  {arm:<7}  {len(a.valid_loss):>2} ({a.best_epoch + 1} best), {len(b.valid_loss):>2} ({b.best_epoch + 1} best)"

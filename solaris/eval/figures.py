@@ -109,8 +109,8 @@ class TierContribution:
 
 @dataclass(frozen=True)
 class Cohort:
-    """The evaluation span's impressions of ids the serving FM never trained on (``new items``: launched since
-    its last refresh; ``new users``: signed up since), every model scored on them alone, as in the main table:
+    """The evaluation span's impressions of ids no training step of the serving FM looked up (``new items``,
+    ``new users``: launched or signed up since it last trained), every model scored on them alone, as in the main table:
     whether what a model knows of a new id carries over (side features, counters, history) or lived only in id
     rows. ``models`` is empty where the cohort is too small to score."""
 

@@ -43,7 +43,7 @@ class TrainPlan:
     vm: VMConfig = VMConfig()
     fit: FitConfig = FitConfig()
     # The FM's own stopping rule and weight decay: with patience 1 its validation hours' noise stopped it after
-    # one or two epochs, on MovieLens at 0.01-0.03 NE short of what it reaches (ablations/fm_fit.py).
+    # one or two epochs; on MovieLens its refreshed version was 0.003-0.010 NE worse (ablations/fm_fit.py).
     fm_patience: int = 3
     fm_weight_decay: float = 1e-4
     fractions: tuple[float, ...] = DEFAULT_FRACTIONS
