@@ -108,8 +108,8 @@ def _covisitation(shown: _Shown, n_items: int, head: int, top_k: int) -> tuple[n
 
 def _covisited(
     shown: _Shown, covisits: tuple[np.ndarray, ...], n_items: int, seeds_per_user: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Partners of each user's first distinct recent items, best summed co-visit count first."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Partners of each user's first distinct recent items and their summed co-visit count, best first."""
     rows = np.flatnonzero(shown.user >= 0)
     rows = rows[order_by(shown.user[rows], shown.recency[rows])]
     rows = rows[first_per_key(shown.user[rows] * n_items + shown.item[rows])]
@@ -123,7 +123,7 @@ def _covisited(
     strength = np.bincount(inverse, weights=count[gather]).astype(np.int64)
     user, partner = unique_keys // n_items, unique_keys % n_items
     order = order_by(user, strength.max(initial=0) - strength)  # stable: ties stay in partner order
-    return user[order], partner[order]
+    return user[order], partner[order], strength[order]
 
 
 def _popular(shown: _Shown, n_users: int, n_items: int, top: int) -> tuple[np.ndarray, np.ndarray]:
@@ -170,6 +170,19 @@ def _shown(
         recency=request_rank * (int(lengths.max(initial=0)) + 1) + position,
     )
     return shown, users, items.astype(np.int64)
+
+
+def covisit_strength(
+    table: pa.Table, start: datetime, config: CandidateConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(user_id, item_id, strength)`` of every pair the co-visit source finds in ``table`` (the lookback's
+    requests), with the summed co-visit count it ranks them by; the demand model reads the same figure."""
+    shown, users, items = _shown(table, as_utc(start), config)
+    if not len(shown.item):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    covisits = _covisitation(shown, len(items), config.covisit_head, config.covisit_top_k)
+    user, partner, strength = _covisited(shown, covisits, len(items), config.covisit_seeds)
+    return users[user], items[partner], strength
 
 
 def generate_candidates(

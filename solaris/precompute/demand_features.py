@@ -5,6 +5,8 @@ The demand model reads these. Three kinds of evidence, all from requests strictl
   day yesterday (traffic follows the clock);
 - the pair's own history: how often and how recently retrieval put the item in the user's candidate lists,
   and at which position (retrieval tends to return what it returned before);
+- co-visitation: how strongly the item co-occurs, in the heads of the day's requests, with the items the
+  user was recently listed (half the pool comes from co-visitation and has no history of its own);
 - the item's popularity now and its trend.
 Every count is ``log1p``-scaled. Computed on dense integer keys with numpy, like the candidate generator:
 a pool of a few hundred thousand pairs takes well under a second.
@@ -22,9 +24,11 @@ import pyarrow.compute as pc
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.models.features import check_ids, pair_key
-from solaris.precompute.candidates import EPOCH
+from solaris.precompute.candidates import EPOCH, CandidateConfig, covisit_strength
 
 LOOKBACK = timedelta(hours=24)
+# Co-visitation as the candidate generator counts it (its default config: the precompute's pool).
+COVISIT = CandidateConfig()
 NAMES = (
     "user_hours_since_last",
     "user_requests_1h",
@@ -37,6 +41,7 @@ NAMES = (
     "pair_best_position",
     "pair_last_position",
     "pair_share_of_user_requests",
+    "pair_covisit_strength",
     "item_listed_1h",
     "item_listed_6h",
     "item_listed_24h",
@@ -58,6 +63,15 @@ def demand_features(
     items = np.asarray(item_ids, np.int64)
     table = log.requests(at - LOOKBACK, at, columns=["ts", "user_id", "candidates"])
     return _features(table, users, items, at, ttl_hours)
+
+
+def columns(features: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """The columns a model was trained on, by name, so a model from before a feature was added still reads
+    its own; a name this code does not compute is an error naming it."""
+    unknown = [name for name in names if name not in NAMES]
+    if unknown:
+        raise ValueError(f"demand features {unknown} are not computed here; known: {', '.join(NAMES)}")
+    return features[:, [NAMES.index(name) for name in names]]
 
 
 def _ages_hours(ts: pa.ChunkedArray, at: datetime) -> np.ndarray:
@@ -114,6 +128,13 @@ def _features(table: pa.Table, users: np.ndarray, items: np.ndarray, at: datetim
     out[:, column["pair_last_position"]] = _gather(listed_pos[first], at_pair, listed, 1.0)
     user_24h = np.expm1(out[:, column["user_requests_24h"]])
     out[:, column["pair_share_of_user_requests"]] = times_listed / np.maximum(user_24h, 1)
+
+    # co-visitation: the candidate generator's own score for the pair (0 where it would not propose it)
+    covisit_users, covisit_items, strength = covisit_strength(table, at, COVISIT)
+    covisit_keys = _pair_key(covisit_users, covisit_items)
+    by_key = np.argsort(covisit_keys)  # _lookup's positions index the sorted keys
+    at_pair, found = _lookup(covisit_keys, _pair_key(users, items))
+    out[:, column["pair_covisit_strength"]] = np.log1p(_gather(strength[by_key], at_pair, found, 0))
 
     # the item's popularity in retrieval, now and over the day
     listed_item = listed_item[order]

@@ -71,7 +71,7 @@ def with_aggregate(codes: CodeLog, users: np.ndarray, at: datetime, window_hours
 
 def by_budget(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeLog) -> Choice:
     from solaris.precompute.budget import pair_values, select_within_budget
-    from solaris.precompute.demand_features import demand_features
+    from solaris.precompute.demand_features import columns, demand_features
     from solaris.models.demand import DemandModel, predict
     from solaris.tracking import registry
 
@@ -87,7 +87,10 @@ def by_budget(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeL
             f"this run's ttl_hours is {run.params.ttl_hours}: train one with --ttl-hours {run.params.ttl_hours}"
         )
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
-    features = demand_features(EventLog(settings.world_dir()), users, items, run.interval_start, run.params.ttl_hours)
+    features = columns(
+        demand_features(EventLog(settings.world_dir()), users, items, run.interval_start, run.params.ttl_hours),
+        model.config.features,
+    )
     gain = model.config.gain(with_aggregate(codes, users, run.interval_start, run.params.window_hours))
     scored = pool.assign(score=pair_values(predict(model, features), gain))
     return scored, select_within_budget(scored, run.params.fm_budget)

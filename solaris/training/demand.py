@@ -20,6 +20,7 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.models import metrics
 from solaris.models.demand import DemandModel, predict
+from solaris.precompute.demand_features import NAMES, columns
 from solaris.training.demand_fit import DemandPlan, train_demand, with_gains
 from solaris.tracking import registry
 from solaris.tracking.registry import CHALLENGER, CHAMPION, DEMAND_MODEL
@@ -55,19 +56,26 @@ def train_demand_job(
         mlflow.log_metrics({f"valid_{k}": v for k, v in trained.metrics.items()})
         tags = {"role": "demand", "trained_until": until.isoformat(), "ttl_hours": ttl_hours,
                 "valid_auc": f"{trained.metrics['auc']:.6f}", "gains_from": "served" if gains else "none"}  # fmt: skip
-        version = registry.log_model(client, model, DEMAND_MODEL, model.config.columns(), trained.valid.features[:5], tags)
+        example = columns(trained.valid.features[:5], model.config.features)
+        version = registry.log_model(client, model, DEMAND_MODEL, model.config.columns(), example, tags)
     registry.set_alias(client, DEMAND_MODEL, CHALLENGER, version)
     return _gate(client, version, trained.metrics["auc"], trained.valid.features, trained.valid.labels)
 
 
 def _gate(client: MlflowClient, version: str, auc: float, features: np.ndarray, labels: np.ndarray) -> DemandDecision:
-    """Promote when the challenger's validation AUC is at least the champion's on the same rows."""
+    """Promote when the challenger's validation AUC is at least the champion's on the same rows (``features``:
+    every column of ``NAMES``; each model reads its own, so a champion from before a feature was added is
+    still compared)."""
     champion = registry.version_by_alias(client, DEMAND_MODEL, CHAMPION)
+    reason = "first demand model"
     if champion is not None:
         current = registry.load_demand(str(champion.version))
-        if isinstance(current, DemandModel) and current.config.features == registry.load_demand(version).config.features:
-            champion_auc = metrics.auc(labels, predict(current, features))
+        if isinstance(current, DemandModel) and set(current.config.features) <= set(NAMES):
+            champion_auc = metrics.auc(labels, predict(current, columns(features, current.config.features)))
             if auc < champion_auc:
                 return DemandDecision(version, False, f"AUC {auc:.4f} < champion v{champion.version}'s {champion_auc:.4f}", auc)
+            reason = f"AUC {auc:.4f} at least champion v{champion.version}'s {champion_auc:.4f}"
+        else:
+            reason = f"champion v{champion.version} is not a demand model this code can score"
     registry.set_alias(client, DEMAND_MODEL, CHAMPION, version)
-    return DemandDecision(version, True, "first demand model" if champion is None else "AUC at least the champion's", auc)
+    return DemandDecision(version, True, reason, auc)

@@ -23,7 +23,7 @@ from solaris.models.training import Batch, EpochHook, FitConfig, FitResult, fit,
 from solaris.precompute.candidates import generate_candidates
 from solaris.precompute.quality import requested_pairs
 from solaris.precompute.selection import add_requeued
-from solaris.precompute.demand_features import NAMES, demand_features
+from solaris.precompute.demand_features import NAMES, columns, demand_features
 from solaris.models.demand import DemandConfig, DemandModel, predict
 from solaris.models.features import pair_key
 
@@ -33,11 +33,15 @@ class DemandPlan:
     train_hours: int = 24  # a day: every hour of the day's traffic pattern once
     valid_hours: int = 3
     negative_rate: float = 0.2  # share of negative rows kept (every positive is kept)
+    features: tuple[str, ...] = NAMES  # a subset for ablations; the model records the names it reads
     fit: FitConfig = FitConfig(epochs=8, patience=2, lr=2e-3, batch_size=4096, progress=False, threads=1)
 
     def __post_init__(self) -> None:
         if self.train_hours < 1 or self.valid_hours < 1 or not 0 < self.negative_rate <= 1:
             raise ValueError(f"demand plan: hours must be >= 1 and negative_rate in (0, 1], got {self}")
+        unknown = set(self.features) - set(NAMES)
+        if not self.features or unknown:
+            raise ValueError(f"demand plan: features must be a non-empty subset of {NAMES}, unknown: {sorted(unknown)}")
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ def training_hours(until: datetime, ttl_hours: int, plan: DemandPlan) -> tuple[l
 
 
 def rows_for(log: EventLog, hours: list[datetime], ttl_hours: int, negative_rate: float, seed: int) -> Rows:
+    """Every feature of :data:`NAMES` per row: a model picks its own columns by name (``columns``)."""
     rng = np.random.default_rng(seed)
     parts = [hour_rows(log, h, ttl_hours, negative_rate, rng) for h in hours if h >= log.start]
     if not parts:
@@ -84,7 +89,7 @@ def rows_for(log: EventLog, hours: list[datetime], ttl_hours: int, negative_rate
 class TrainedDemand:
     model: DemandModel
     fit: FitResult
-    valid: Rows  # every pair of the validation hours, unsampled: the gate scores the champion on them too
+    valid: Rows  # every pair of the validation hours, unsampled, every feature: the gate scores the champion on them too
     metrics: dict[str, float]
 
 
@@ -98,11 +103,12 @@ def train_demand(
     valid = rows_for(log, valid_hours, ttl_hours, 1.0, plan.fit.seed)
     if train.labels.min(initial=1) == train.labels.max(initial=0):
         raise ValueError("demand model: the training hours hold only one class (no requests, or every pair requested)")
-    config = DemandConfig(NAMES, ttl_hours=ttl_hours, logit_offset=float(np.log(plan.negative_rate)))
+    config = DemandConfig(plan.features, ttl_hours=ttl_hours, logit_offset=float(np.log(plan.negative_rate)))
     seed_everything(plan.fit.seed)  # the initial weights too: a rerun trains the same model
-    model = DemandModel(config, train.features)
-    x, y = torch.as_tensor(train.features), torch.as_tensor(train.labels)
-    vx, vy = torch.as_tensor(valid.features), torch.as_tensor(valid.labels)
+    train_x, valid_x = columns(train.features, plan.features), columns(valid.features, plan.features)
+    model = DemandModel(config, train_x)
+    x, y = torch.as_tensor(train_x), torch.as_tensor(train.labels)
+    vx, vy = torch.as_tensor(valid_x), torch.as_tensor(valid.labels)
 
     def batches(rng: np.random.Generator) -> list[Batch]:
         order = torch.as_tensor(rng.permutation(len(y)))
@@ -115,7 +121,7 @@ def train_demand(
         return float(F.binary_cross_entropy_with_logits(m.logits(vx) + config.logit_offset, vy))
 
     result = fit(model, batches, loss, validate, plan.fit, "demand", on_epoch)
-    found = metrics.summary(valid.labels, predict(model, valid.features))
+    found = metrics.summary(valid.labels, predict(model, valid_x))
     recency = -valid.features[:, NAMES.index("user_hours_since_last")]
     found["recency_auc"] = metrics.auc(valid.labels, (recency - recency.min()) / max(float(np.ptp(recency)), 1e-9))
     found |= {"valid_rows": float(len(valid.labels)), "train_rows": float(len(train.labels))}

@@ -7,7 +7,10 @@ from datetime import timedelta
 
 import numpy as np
 
-from solaris.precompute.demand_features import NAMES, demand_features
+import pytest
+
+from solaris.precompute.candidates import generate_candidates
+from solaris.precompute.demand_features import NAMES, columns, demand_features
 
 from precompute_logs import T0, LogFactory
 
@@ -60,3 +63,24 @@ def test_requests_at_or_after_the_time_are_invisible(make_log: LogFactory) -> No
         np.stack(list(features(make_log, REQUESTS).values())),
         np.stack(list(features(make_log, REQUESTS + earlier).values())),
     )
+
+
+def test_covisitation_is_the_generators_own_score(make_log: LogFactory) -> None:
+    # heads: [10, 11, 12] and [11, 13] co-occur; user 1's seeds are 11, 13, 12, 10 (newest first), user 2's 10
+    f = features(make_log, REQUESTS)
+    # (1, 11): partner of 13, 12 and 10 once each; (1, 12): of 11 and 10; (1, 99), (2, 10) and (3, 10): none
+    np.testing.assert_allclose(np.expm1(f["pair_covisit_strength"]), [3, 2, 0, 0, 0], atol=1e-5)
+    log = make_log(REQUESTS)
+    users, items = np.array([2, 2, 2]), np.array([10, 11, 12])
+    strength = demand_features(log, users, items, AT, ttl_hours=4)[:, NAMES.index("pair_covisit_strength")]
+    proposed = generate_candidates(log, AT, AT + H).query("user_id == 2 and source == 'covisit'")
+    assert sorted(proposed["item_id"]) == [11, 12]  # what the generator's co-visit source offers user 2
+    np.testing.assert_allclose(np.expm1(strength), [0, 1, 1], atol=1e-6)
+
+
+def test_a_model_reads_its_own_columns_by_name() -> None:
+    x = np.arange(2 * len(NAMES), dtype=np.float32).reshape(2, len(NAMES))
+    picked = columns(x, ("pair_covisit_strength", "user_requests_1h"))
+    np.testing.assert_array_equal(picked, x[:, [NAMES.index("pair_covisit_strength"), NAMES.index("user_requests_1h")]])
+    with pytest.raises(ValueError, match="user_mood"):
+        columns(x, ("user_requests_1h", "user_mood"))
