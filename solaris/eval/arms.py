@@ -9,7 +9,8 @@ the main run (they read no store, so every arm would give them the same events).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -58,9 +59,19 @@ class Arms:
     events: Callable[[Span, Settings], ServedEvents]
     seed: int
     progress: bool
+    # Arms already run, by their parameters: the selector comparison's verifier arms are sweep points, and an
+    # arm is a deterministic function of its parameters, so each runs once.
+    done: dict[str, tuple[loop.SpanRun, ModelScore]] = field(default_factory=dict)
 
     def run(self, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
-        """Replay the arm's hours with ``params`` on a fresh store; the SOLARIS VM's score on what it served."""
+        """Replay the arm's hours with ``params`` on a fresh store (once per distinct ``params``); the SOLARIS
+        VM's score on what it served."""
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key not in self.done:
+            self.done[key] = self._run(name, params)
+        return self.done[key]
+
+    def _run(self, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
         settings = self.settings_for(name)
         with open_configured_store(settings, init=True) as store:
             ranker = Ranker(store, self.model, ServedLog(settings.data_dir / "served"))

@@ -24,6 +24,7 @@ from solaris.eval.figures import (
     SweepPoint,
     TierContribution,
 )
+from solaris.eval.report.invariants import SATURATED_DIP
 from solaris.eval.report import (
     INVARIANTS,
     PLOTS,
@@ -336,6 +337,14 @@ def test_each_broken_invariant_is_named(case: str) -> None:
 
     assert len(violations) == 1 and sentence in violations[0], violations
     assert sentence in table(broken) and "Invariants violated" in table(broken)
+
+
+def test_a_saturated_every_tier_coverage_may_dip_by_a_handful_of_candidates() -> None:
+    report = make_report()
+    below = report.sweep[1].coverage["knn"] - SATURATED_DIP
+    assert check_invariants(_sweep_point(report, 2, knn=below + 1e-6)) == []
+    assert "knn coverage falls" in check_invariants(_sweep_point(report, 2, knn=below - 1e-6))[0]
+    assert "pair coverage falls" in check_invariants(_sweep_point(report, 2, pair=report.sweep[1].coverage["pair"] - 1e-6))[0]
 
 
 def test_every_violation_is_reported_at_once(tmp_path: Path) -> None:
