@@ -214,6 +214,10 @@ def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings
         assert budget.fm_budget == verifier.fm_budget  # the verifier's spend per served hour
         assert budget.fm_calls <= budget.fm_budget * served_hours  # never over budget, re-queue included
         assert 0 <= budget.coverage_pair <= 1 and budget.ne_ci95 is not None
+    swept = {p.top_fraction: p for p in report.sweep}
+    for verifier in points[::2]:  # the sweep's own arm, run once: its figures, not a second replay's
+        assert verifier.coverage_pair == swept[verifier.top_fraction].coverage["pair"]
+        assert verifier.ne == swept[verifier.top_fraction].ne
     client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
     run = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])[0]
     assert f"speculation_budget_{points[1].fm_budget}_coverage_pair" in run.data.metrics
