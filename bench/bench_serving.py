@@ -81,7 +81,7 @@ def serving_model(version: str, n_users: int, seed: int = 0) -> ServingModel:
     users = side_table(n_users, "user_id", "u_", USER_SIDE, seed)
     items = side_table(ITEM_POOL, "item_id", "i_", ITEM_SIDE, seed + 1)
     vm = VerticalModel(config, users, items).eval()
-    return ServingModel(vm, PinnedVersions(fm="1", ae="1", vm="bench", embedding_version=version))
+    return ServingModel(vm, PinnedVersions(fm="1", ae="1", vm="bench", embedding_version=version, vm_name="bench"))
 
 
 def fetch(backend: str, raw: str, sql: str) -> list[tuple]:

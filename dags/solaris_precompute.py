@@ -3,7 +3,8 @@
 
 For the hour starting at the end of the run's data interval, using only data before it:
 
-1. **resolve** pins `solaris-vm@champion` and the FM and AE it was trained with, once, for the whole run;
+1. **resolve** pins the lead VM's `solaris-vm-<name>@champion` (the first in `vms.toml`) and the FM and AE it
+   was trained with, once, for the whole run;
 2. **coverage** measures the last hour's coverage by tier and the previous run's hit rate (before writing);
 3. **candidates** guesses the pairs of users likely to return, adds the last hour's misses (re-queue) and
    drops pairs an earlier run keeps fresh all hour; **exposures** writes every recent user's exposure

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from solaris.vms import VMSpec, load_vms
+
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -30,6 +32,7 @@ class Settings:
     airflow_home: Path
     device: str
     world: str
+    vms_file: Path
 
     @property
     def worlds_dir(self) -> Path:
@@ -37,6 +40,10 @@ class Settings:
 
     def world_dir(self, name: str | None = None) -> Path:
         return self.worlds_dir / (name or self.world)
+
+    def vms(self) -> tuple[VMSpec, ...]:
+        """The configured vertical models (:mod:`solaris.vms`); the first leads."""
+        return load_vms(self.vms_file)
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)
@@ -80,6 +87,7 @@ class Settings:
             airflow_home=path("AIRFLOW_HOME", "var/airflow"),
             device=device,
             world=world,
+            vms_file=path("VMS_FILE", "vms.toml"),
         )
 
 

@@ -18,10 +18,12 @@ from solaris.embedding_version import embedding_version
 from solaris.models.features import fm_matrix
 from solaris.store import FeatureStore
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, PinnedVersions
 from solaris.training.jobs import TrainReport, World
+from solaris.vms import DEFAULT_VMS
 
 WORLD = "tiny"
+LEAD = DEFAULT_VMS[0]  # the VM the precompute pins and the ranker serves
 
 
 def precompute_settings(trained: Settings, home: Path, store_url: str | None = None) -> Settings:
@@ -65,9 +67,9 @@ def store_rows(store: FeatureStore, sql: str) -> list[tuple]:
 
 
 def copy_chain(client: MlflowClient, settings: Settings, world: World, report: TrainReport) -> PinnedVersions:
-    """Register copies of the trained FM, AE and served VM as a new chain (what a retraining would add)."""
+    """Register copies of the trained FM, AE and the lead's served VM as a new chain (what a retraining would add)."""
     fm, ae = report.fm.model, copy.deepcopy(report.ae.model)
-    vm = copy.deepcopy(report.vms["solaris"].model)
+    vm = copy.deepcopy(report.vms[LEAD.name]["solaris"].model)
     sample = world.log.impressions(world.split.eval.start, world.split.eval.end).slice(0, 5)
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
     with mlflow.start_run():
@@ -81,10 +83,10 @@ def copy_chain(client: MlflowClient, settings: Settings, world: World, report: T
         vm.config = replace(vm.config, embedding_version=emb)
         vm_example = np.zeros((5, len(vm.config.columns())))
         vm_tags = {"role": "vm", "variant": "solaris", "embedding_version": emb}
-        vm_version = registry.log_model(client, vm, VM_MODEL, vm.config.columns(), vm_example, vm_tags)
-    return PinnedVersions(fm_version, ae_version, vm_version, emb)
+        vm_version = registry.log_model(client, vm, LEAD.registered_name, vm.config.columns(), vm_example, vm_tags)
+    return PinnedVersions(fm_version, ae_version, vm_version, emb, LEAD.name)
 
 
 def set_aliases(client: MlflowClient, chain: PinnedVersions, alias: str = CHAMPION) -> None:
-    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (VM_MODEL, chain.vm)):
+    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (chain.vm_model, chain.vm)):
         registry.set_alias(client, name, alias, version)

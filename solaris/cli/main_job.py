@@ -65,9 +65,10 @@ def _train(settings: Any) -> None:
     from solaris.training.jobs import TrainPlan, train_all
 
     report = train_all(settings, settings.world_dir(), TrainPlan(fit=FitConfig(threads=1), device=settings.device))
-    served = report.vms["solaris"]
-    versions = {"fm": report.fm.version, "ae": report.ae.version, "vm": served.version}
-    print(json.dumps(versions | {"vm_ne": served.metrics["ne"]}))
+    versions = {"fm": report.fm.version, "ae": report.ae.version}
+    served = {f"vm_{name}": variants["solaris"].version for name, variants in report.vms.items()}
+    ne = {f"vm_{name}_ne": variants["solaris"].metrics["ne"] for name, variants in report.vms.items()}
+    print(json.dumps(versions | served | ne))
     if report.decision is not None:
         print(json.dumps({"promoted": report.decision.promoted, "reason": report.decision.reason}))
 

@@ -11,7 +11,7 @@ from solaris.precompute.params import cli_option
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    train = sub.add_parser("train", help="train the FM, the AE, a VM variant, or the whole chain")
+    train = sub.add_parser("train", help="train the FM, the AE, a VM, or the whole chain")
     tsub = train.add_subparsers(dest="train_command", required=True, metavar="MODEL")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
@@ -24,16 +24,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ae = tsub.add_parser("ae", parents=[common], help="train and register solaris-ae")
     ae.add_argument("--fm-version", help="FM version to compress (default: solaris-fm@challenger)")
     ae.set_defaults(handler=ae_)
-    vm = tsub.add_parser("vm", parents=[common], help="train and register one solaris-vm variant")
-    vm.add_argument("--variant", default="solaris", help="base|distilled|solaris|solaris_distilled")
-    vm.add_argument("--ae-version", help="AE version, with the FM it compresses (default: solaris-ae@challenger)")
+    vm = tsub.add_parser("vm", parents=[common], help="train one VM on the champion FM and AE, gated on its own")
+    vm.add_argument("--vm", help="a configured VM's name (vms.toml; default: the first configured)")
+    vm.add_argument("--variant", help="only this variant: base|distilled|solaris|solaris_distilled (default: all)")
+    vm.add_argument("--ae-version", help="train on this AE and its FM instead, registered as challenger, not gated")
     vm.set_defaults(handler=vm_)
     demand = tsub.add_parser("demand", parents=[common], help="train solaris-demand (the budget selector's model)")
     demand.add_argument("--until", help="ISO-8601 time: train on the hours before it (default: the log's end)")
     flag, options = cli_option("ttl_hours")
     demand.add_argument(flag, **options)
     demand.set_defaults(handler=demand_)
-    tsub.add_parser("all", parents=[common], help="FM, AE, every VM variant, promotion gate, demand model").set_defaults(
+    tsub.add_parser("all", parents=[common], help="FM, AE, every configured VM, promotion gate, demand model").set_defaults(
         handler=all_
     )
 
@@ -95,15 +96,28 @@ def demand_(args: argparse.Namespace) -> int:
 
 
 def vm_(args: argparse.Namespace) -> int:
-    from solaris.models.vm import VARIANTS
-    from solaris.training.jobs import registered_teacher, train_vm_job, vm_data
+    from dataclasses import replace
 
-    if args.variant not in VARIANTS:
+    from solaris.models.vm import VARIANTS
+    from solaris.training.jobs import registered_teacher, train_vm_alone, train_vm_variants, vm_data
+    from solaris.vms import choose
+
+    if args.variant is not None and args.variant not in VARIANTS:
         raise ValueError(f"--variant {args.variant!r}: choose one of {', '.join(VARIANTS)}")
     settings, client, plan, world = _context(args)
-    data = vm_data(world, registered_teacher(client, args.ae_version, plan.device), plan.served_age_hours)
-    trained = train_vm_job(client, settings, world, data, args.variant, plan)
-    _print(f"solaris-vm ({args.variant})", trained.version, trained.metrics)
+    specs = settings.vms()
+    (spec,) = choose(specs, [args.vm]) if args.vm else specs[:1]
+    plan = plan if args.variant is None else replace(plan, variants=(args.variant,))
+    decision = None
+    if args.ae_version is None:
+        variants, decision = train_vm_alone(client, settings, world, spec, plan)
+    else:
+        data = vm_data(world, registered_teacher(client, args.ae_version, plan.device), plan.served_age_hours)
+        variants = train_vm_variants(client, settings, world, data, spec, plan)
+    for variant, trained in variants.items():
+        _print(f"{spec.registered_name} ({variant})", trained.version, trained.metrics)
+    if decision is not None:
+        print(json.dumps({"promoted": decision.promoted, "reason": decision.reason}))
     return 0
 
 
@@ -115,8 +129,9 @@ def all_(args: argparse.Namespace) -> int:
     report = train_all(settings, settings.world_dir(args.name), _plan(args, settings.device))
     _print("solaris-fm", report.fm.version, report.fm.metrics)
     _print("solaris-ae", report.ae.version, report.ae.metrics)
-    for variant, trained in report.vms.items():
-        _print(f"solaris-vm ({variant})", trained.version, trained.metrics)
+    for name, variants in report.vms.items():
+        for variant, trained in variants.items():
+            _print(f"solaris-vm-{name} ({variant})", trained.version, trained.metrics)
     if report.decision is not None:
         print(json.dumps({"promoted": report.decision.promoted, "reason": report.decision.reason}))
     from solaris.data.eventlog import EventLog

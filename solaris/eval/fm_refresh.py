@@ -72,7 +72,8 @@ class Chain:
 
 def first_chain(settings: Settings, trained: TrainReport, hour: datetime) -> Chain:
     client = registry.connect(settings)
-    return Chain(trained.fm, trained.ae, load_serving_model(client, registry.resolve_champions(client).vm), hour)
+    lead = registry.resolve_champions(client, settings.vms()[0].name)
+    return Chain(trained.fm, trained.ae, load_serving_model(client, lead.vm_name, lead.vm), hour)
 
 
 def start_shadow(settings: Settings, log_root: Path, chain: Chain, at: datetime, plan: TrainPlan, valid_hours: int) -> Chain:
@@ -82,12 +83,13 @@ def start_shadow(settings: Settings, log_root: Path, chain: Chain, at: datetime,
     world = World.open(log_root, plan.fractions, until=at)
     fm = refresh_fm(client, settings, world, chain.fm, at, plan, valid_hours)
     ae = refresh_ae(client, settings, world, fm, chain.ae, at, plan, valid_hours)
-    successor = register_successor_vm(client, settings, chain.serving.pinned.vm, fm, ae)
-    await_shadow(client, successor)
-    return Chain(fm, ae, load_serving_model(client, successor.vm), at)
+    serving = chain.serving.pinned
+    successor = register_successor_vm(client, settings, serving.vm_name, serving.vm, fm, ae)
+    await_shadow(client, [successor])
+    return Chain(fm, ae, load_serving_model(client, successor.vm_name, successor.vm), at)
 
 
 def promoted(settings: Settings, shadow: Chain, at: datetime) -> Chain | None:
     """The shadow chain serving from ``at`` if the shadow gate made it champion; None if it refused it."""
-    champion = registry.resolve_champions(registry.connect(settings))
+    champion = registry.resolve_champions(registry.connect(settings), shadow.serving.pinned.vm_name)
     return replace(shadow, first_serving_hour=at) if champion == shadow.serving.pinned else None

@@ -223,9 +223,9 @@ def _refresh(
     valid = logging.select(~before_cut)
     if not len(own_hours) or not len(valid):
         raise ValueError(f"the served hours before the eval span are too few to hold {replay.config.valid_hours} validation hours")
-    fit = replay.config.fit
+    fit, lead = replay.config.fit, trained.vms[replay.settings.vms()[0].name]
     return {
-        v.name: refresh(v, trained.vms[v.first_stage].model, own_hours if v.reads_fm else every_hour, valid, fit, version)
+        v.name: refresh(v, lead[v.first_stage].model, own_hours if v.reads_fm else every_hour, valid, fit, version)
         for v in VARIANTS
     }
 

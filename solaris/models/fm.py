@@ -19,8 +19,9 @@ from torch import nn
 from solaris import exposure
 from solaris.models.features import BASE_COLUMNS, IdTable, history_columns
 from solaris.models.layers import SideEmbedding, base_logit, mlp, resolve_device, shrink_embeddings
+from solaris.vms import LABELS
 
-TASKS = ("click", "conversion")
+TASKS = LABELS  # the heads: what a VM may predict and distil
 
 
 @dataclass(frozen=True)

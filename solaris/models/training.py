@@ -215,8 +215,8 @@ def train_vm(
         config = replace(config, embedding_version=train.embedding_version)
     seed_everything(fit_config.seed)
     model = VerticalModel(config, users, items)
-    model.start_at_base_rate(float(train.click.mean()))
-    vx, vy = _tensors(valid.served_like(config), valid.click)
+    model.start_at_base_rate(float(train.label.mean()))
+    vx, vy = _tensors(valid.served_like(config), valid.label)
     targets = train.targets(config)
 
     def batches(rng: np.random.Generator) -> Iterable[Batch]:

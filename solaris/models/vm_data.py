@@ -4,6 +4,8 @@
   impression's hour, position 0), from an FM that never trained on these hours; the distillation target is
   the FM's probability as of the impression itself. A served code may be older: written up to
   ``served_age_hours - 1`` hours before and still fresh, so validation and the gate see codes of that age;
+- label: the impression's click or conversion, by the VM's declaration (:mod:`solaris.vms`), with the FM's
+  matching head as the distillation target; one teacher pass serves every VM (:meth:`VMData.for_vm`);
 - agg tier: the mean of the user's pair codes over the 24 hours before the impression (flag 0 if none);
 - exposure counters: the user's and the pair's impressions per window as of the impression's hour start,
   as the store serves them (every variant sees them);
@@ -17,7 +19,7 @@ VM spans are the recent hours, small next to the FM's: they are built once, stre
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import timedelta
 
 import numpy as np
@@ -33,6 +35,7 @@ from solaris.models.loader import stream_impressions
 from solaris.models.splits import Span
 from solaris.models.vm import TIERS, VMConfig
 from solaris.embedding_version import check_ae_fm, check_embedding_version, embedding_version
+from solaris.vms import LABELS, VMSpec
 
 AGG_WINDOW = timedelta(hours=24)
 # The pair tier's share of served rows (45-60% on the default world): what validation and the gate see.
@@ -63,16 +66,37 @@ class Teacher:
 @dataclass(frozen=True)
 class VMData:
     base: np.ndarray  # (n, 10) float32, features.VM_BASE_COLUMNS: what every variant sees
-    click: np.ndarray  # (n,) float32
-    fm_click: np.ndarray  # (n,) FM click probability
+    labels: np.ndarray  # (n, 2) float32 in vms.LABELS order: click, conversion
+    fm_probs: np.ndarray  # (n, 2) the FM's heads, same order
+    position: np.ndarray  # (n,) int64: the slot the impression was shown in
     pair: np.ndarray  # (n, code_dim) as of the impression's hour start
     agg: np.ndarray  # (n, code_dim)
     agg_flag: np.ndarray  # (n,)
     embedding_version: str
     pair_served: np.ndarray  # (n, code_dim) as of the hour a fresh code served then was written (see age_hours)
+    head: int  # which label this VM learns (vms.VMSpec.head); 0, click, until narrowed by for_vm
 
     def __len__(self) -> int:
-        return int(self.click.size)
+        return int(self.position.size)
+
+    @property
+    def label(self) -> np.ndarray:
+        return self.labels[:, self.head]
+
+    @property
+    def fm_target(self) -> np.ndarray:
+        """The FM head matching the label: the distillation target."""
+        return self.fm_probs[:, self.head]
+
+    def for_vm(self, spec: VMSpec) -> VMData:
+        """The examples ``spec`` learns from: its label, and only the positions it serves."""
+        keep = np.ones(len(self), bool)
+        if spec.positions is not None:
+            keep = (self.position >= spec.positions[0]) & (self.position <= spec.positions[1])
+        if not keep.any():
+            raise ValueError(f"VM {spec.describe()}: no impressions at those positions")
+        rows = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("embedding_version", "head")}
+        return VMData(**{k: v[keep] for k, v in rows.items()}, embedding_version=self.embedding_version, head=spec.head)
 
     def matrix(self, config: VMConfig, pair_flag: np.ndarray | None = None, served: bool = False) -> np.ndarray:
         """The VM's input matrix; ``pair_flag`` (default all present) masks pair codes to zeros; ``served``
@@ -93,8 +117,8 @@ class VMData:
 
     def targets(self, config: VMConfig) -> np.ndarray:
         if not config.distills:
-            return self.click
-        return ((1 - config.distill_alpha) * self.click + config.distill_alpha * self.fm_click).astype(np.float32)
+            return self.label
+        return ((1 - config.distill_alpha) * self.label + config.distill_alpha * self.fm_target).astype(np.float32)
 
 
 def vm_inputs(
@@ -134,7 +158,7 @@ def build_vm_datasets(
     parts = []
     for table in stream_impressions(log, Span(max(first - AGG_WINDOW, log.start), last), block_hours):
         n = teacher.fm.config.history
-        target = embed(teacher.fm, fm_matrix(table, index, n), device=teacher.device).probs[:, 0]
+        target = embed(teacher.fm, fm_matrix(table, index, n), device=teacher.device).probs
         served = teacher.codes(embed(teacher.fm, hour_start_matrix(table, index, n), device=teacher.device).embedding)
         aged = served
         if served_age_hours > 1:
@@ -167,26 +191,28 @@ def _select(every: dict[str, np.ndarray], span: Span, index: HistoryIndex, versi
             rows["user"], rows["item"], rows["ts"], rows["position"],
             index.served_exposure(rows["user"], rows["item"], rows["ts"]),
         ),
-        click=rows["click"],
-        fm_click=rows["fm_click"],
+        labels=rows["labels"],
+        fm_probs=rows["fm_probs"],
+        position=rows["position"],
         pair=rows["code"],
         agg=agg,
         agg_flag=agg_flag,
         embedding_version=version,
         pair_served=rows["aged_code"],
+        head=0,
     )
 
 
 def _teacher_columns(
-    table: pa.Table, fm_click: np.ndarray, code: np.ndarray, aged_code: np.ndarray
+    table: pa.Table, fm_probs: np.ndarray, code: np.ndarray, aged_code: np.ndarray
 ) -> dict[str, np.ndarray]:
     return {
         "user": table["user_id"].to_numpy().astype(np.int64),
         "item": table["item_id"].to_numpy().astype(np.int64),
         "ts": ts_micros(table["ts"]),
         "position": table["position"].to_numpy().astype(np.int64),
-        "click": table["click"].to_numpy().astype(np.float32),
-        "fm_click": fm_click.astype(np.float32),
+        "labels": np.stack([table[label].to_numpy() for label in LABELS], axis=1).astype(np.float32),
+        "fm_probs": fm_probs.astype(np.float32),
         "code": code.astype(np.float32),
         "aged_code": aged_code.astype(np.float32),
     }

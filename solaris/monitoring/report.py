@@ -112,6 +112,7 @@ def build_report(
     client: MlflowClient | None,
     t: datetime,
     *,
+    vm_name: str,
     n_runs: int = 24,
     hours: int = 24,
     stale_after: timedelta = STALE_AFTER,
@@ -126,7 +127,7 @@ def build_report(
     problems: list[Problem] = []
     champion, note = None, None
     if client is not None:
-        champion, note = _guard(problems, MLFLOW, lambda: _champion(client), (None, None))
+        champion, note = _guard(problems, MLFLOW, lambda: _champion(client, vm_name), (None, None))
     records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), [])
     figures = {}
     if client is not None and records:
@@ -204,10 +205,10 @@ def coverage_by_hour(runs: Sequence[RunHealth], t: datetime, hours: int) -> list
     return [points[h] for h in sorted(points)]
 
 
-def _champion(client: MlflowClient) -> tuple[PinnedVersions | None, str | None]:
-    """The champion chain, or why there is none (no alias yet, or a chain whose tags disagree)."""
+def _champion(client: MlflowClient, vm_name: str) -> tuple[PinnedVersions | None, str | None]:
+    """The VM's champion chain, or why there is none (no alias yet, or a chain whose tags disagree)."""
     try:
-        return resolve_champions(client), None
+        return resolve_champions(client, vm_name), None
     except ValueError as exc:
         return None, str(exc)
 

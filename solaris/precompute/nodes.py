@@ -79,7 +79,7 @@ def _pairs_in(users: np.ndarray, items: np.ndarray, in_users: np.ndarray, in_ite
 def resolve(
     settings: Settings, data_interval_end: datetime, params: Mapping[str, Any] | None, started_at: datetime
 ) -> Meta:
-    """Pin FM/AE/VM @champion (and the demand model's, for the budget selector) once for the whole run, and
+    """Pin the lead VM's @champion chain (and the demand model's, for the budget selector) once for the whole run, and
     the chain awaiting promotion for the shadow steps; register their embedding versions, open the run record."""
     from solaris.tracking import registry
     from solaris.embedding_version import parse_embedding_version
@@ -88,11 +88,14 @@ def resolve(
         checked = PrecomputeParams.from_mapping(dict(params or {}))
         start, end = target_interval(data_interval_end)
         client = registry.connect(settings)
-        pinned = registry.resolve_champions(client)
+        lead = settings.vms()[0].name
+        pinned = registry.resolve_champions(client, lead)
         demand = registry.resolve_demand(client) if checked.selector == "budget" else None
         fm, ae, dim, _ = parse_embedding_version(pinned.embedding_version)
-        shadow = _shadow_chain(client, pinned.embedding_version)
-        run = HourRun(run_key(start), start, end, fm, ae, pinned.vm, pinned.embedding_version, dim, checked, demand, shadow)
+        shadow = _shadow_chain(client, lead, pinned.embedding_version)
+        run = HourRun(
+            run_key(start), start, end, fm, ae, pinned.vm, lead, pinned.embedding_version, dim, checked, demand, shadow
+        )
         with open_configured_store(settings, init=True) as store:
             for version in (pinned.embedding_version, *([shadow.embedding_version] if shadow else [])):
                 _register_version(store, version, start)
@@ -101,12 +104,12 @@ def resolve(
     return meta
 
 
-def _shadow_chain(client: MlflowClient, champion_version: str) -> ShadowChain | None:
+def _shadow_chain(client: MlflowClient, lead: str, champion_version: str) -> ShadowChain | None:
     """The chain awaiting promotion, unless it reads the champion's embedding version (nothing to fill)."""
     from solaris.embedding_version import parse_embedding_version
     from solaris.tracking import registry
 
-    found = registry.resolve_shadow(client)
+    found = registry.resolve_shadow(client, lead)
     if found is None or found.embedding_version == champion_version:
         return None
     dim = parse_embedding_version(found.embedding_version)[2]

@@ -51,9 +51,9 @@ def by_verifier(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: Cod
     from solaris.tracking import registry
 
     registry.connect(settings)
-    vm = registry.load_vm(run.vm_version)
+    vm = registry.load_vm(run.vm_name, run.vm_version)
     if not isinstance(vm, VerticalModel):
-        raise ValueError(f"solaris-vm version {run.vm_version} is not a SOLARIS vertical model")
+        raise ValueError(f"solaris-vm-{run.vm_name} version {run.vm_version} is not a SOLARIS vertical model")
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
     at = run.interval_start
     index = exposure_index(EventLog(settings.world_dir()), at, users)

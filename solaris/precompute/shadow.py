@@ -84,8 +84,8 @@ def shadow_gate(run: HourRun, settings: Settings) -> Meta:
             decision = decide(
                 registry.connect(settings),
                 settings,
-                PinnedVersions(run.fm_version, run.ae_version, run.vm_version, run.embedding_version),
-                PinnedVersions(s.fm_version, s.ae_version, s.vm_version, s.embedding_version),
+                PinnedVersions(run.fm_version, run.ae_version, run.vm_version, run.embedding_version, run.vm_name),
+                PinnedVersions(s.fm_version, s.ae_version, s.vm_version, s.embedding_version, run.vm_name),
                 figures[ALL_TIERS],
                 figures[SHADOW + ALL_TIERS],
                 hours,

@@ -42,6 +42,7 @@ class HourRun:
     fm_version: str
     ae_version: str
     vm_version: str
+    vm_name: str  # the lead VM (solaris.vms): its champion pinned the chain, and it scores the verifier
     embedding_version: str
     code_dim: int
     params: PrecomputeParams

@@ -177,11 +177,12 @@ def _served_log_failed(metrics: RankerMetrics, error: str) -> None:
 
 
 def service_from_settings(settings: Settings, config: ServiceConfig) -> Service:
-    """The configured store and ``solaris-vm@champion``, followed as it moves."""
+    """The configured store and the lead VM's ``solaris-vm-<name>@champion``, followed as it moves."""
     from solaris.store import open_configured_store
     from solaris.tracking import registry
 
-    return build_service(open_configured_store(settings), ChampionWatcher(registry.connect(settings)), config)
+    watcher = ChampionWatcher(registry.connect(settings), settings.vms()[0].name)
+    return build_service(open_configured_store(settings), watcher, config)
 
 
 CONFIG_ENV = "SOLARIS_SERVE_CONFIG"

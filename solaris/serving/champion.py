@@ -1,4 +1,4 @@
-"""The VM the ranker serves, and how it follows ``solaris-vm@champion`` without a restart.
+"""The VM the ranker serves, and how it follows ``solaris-vm-<name>@champion`` without a restart.
 
 A :class:`ServingModel` binds a VM to the embedding version it was trained on; the ranker takes one
 reference per request and uses both halves of it, so a request never mixes a VM with another version's
@@ -18,8 +18,9 @@ from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_
 
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
-from solaris.tracking.registry import CHAMPION, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import CHAMPION, PinnedVersions
 from solaris.embedding_version import check_embedding_version
+from solaris.vms import registered_name
 
 log = logging.getLogger(__name__)
 # What MLflow answers for a registered model with no such alias, and for no such registered model.
@@ -33,7 +34,9 @@ class ServingModel:
 
     def __post_init__(self) -> None:
         if not self.vm.config.uses_embeddings:
-            raise ValueError(f"{VM_MODEL} version {self.pinned.vm} is a {self.vm.config.variant} VM: it reads no embeddings")
+            raise ValueError(
+                f"{self.pinned.vm_model} version {self.pinned.vm} is a {self.vm.config.variant} VM: it reads no embeddings"
+            )
         check_embedding_version(self.pinned.embedding_version, self.vm.config.embedding_version, f"VM {self.pinned.vm}")
 
     @property
@@ -41,11 +44,11 @@ class ServingModel:
         return self.vm.config.code_dim
 
 
-def load_serving_model(client: MlflowClient, vm_version: str) -> ServingModel:
-    pinned = registry.pinned_from_vm(client, vm_version)
-    vm = registry.load_vm(vm_version)
+def load_serving_model(client: MlflowClient, vm_name: str, vm_version: str) -> ServingModel:
+    pinned = registry.pinned_from_vm(client, vm_name, vm_version)
+    vm = registry.load_vm(vm_name, vm_version)
     if not isinstance(vm, VerticalModel):
-        raise ValueError(f"{VM_MODEL} version {vm_version} is not a vertical model")
+        raise ValueError(f"{pinned.vm_model} version {vm_version} is not a vertical model")
     return ServingModel(vm.eval(), pinned)
 
 
@@ -61,10 +64,13 @@ class ChampionWatcher:
     def __init__(
         self,
         client: MlflowClient,
-        load: Callable[[MlflowClient, str], ServingModel] = load_serving_model,
+        vm_name: str,
+        load: Callable[[MlflowClient, str, str], ServingModel] = load_serving_model,
         on_failure: Callable[[str], None] | None = None,
     ):
         self._client = client
+        self.vm_name = vm_name
+        self._model_name = registered_name(vm_name)
         self._load = load
         self._current: ServingModel | None = None
         self._loading = threading.Lock()
@@ -80,7 +86,7 @@ class ChampionWatcher:
         not "no champion" (``registry.version_by_alias`` takes every MLflow error for one, and the watcher
         would then say nothing of an unreachable MLflow)."""
         try:
-            found = self._client.get_model_version_by_alias(VM_MODEL, CHAMPION)
+            found = self._client.get_model_version_by_alias(self._model_name, CHAMPION)
         except MlflowException as exc:
             if exc.error_code in NO_SUCH_ALIAS:
                 return None
@@ -109,12 +115,12 @@ class ChampionWatcher:
 
     def _swap_to(self, version: str) -> None:
         try:
-            model = self._load(self._client, version)
+            model = self._load(self._client, self.vm_name, version)
             self._current = model
             self.last_error = None
-            log.info("serving %s version %s (embedding version %s)", VM_MODEL, version, model.pinned.embedding_version)
+            log.info("serving %s version %s (embedding version %s)", self._model_name, version, model.pinned.embedding_version)
         except Exception as exc:
-            self._failed("load", f"loading {VM_MODEL} version {version}: {exc}")
+            self._failed("load", f"loading {self._model_name} version {version}: {exc}")
         finally:
             self._loading.release()
 

@@ -7,6 +7,7 @@ The NE gate of a training run (:mod:`solaris.training.gate`) and the hourly prec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mlflow
@@ -15,8 +16,7 @@ from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.tracking import registry
 from solaris.tracking.registry import (
-    AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED, VM_MODEL,
-    PinnedVersions,
+    AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED, PinnedVersions,
 )  # fmt: skip
 
 MAX_SHADOW_COVERAGE_DROP = 0.10  # all-tier coverage the shadow may lack against the champion's, at most
@@ -25,7 +25,7 @@ MAX_SHADOW_COVERAGE_DROP = 0.10  # all-tier coverage the shadow may lack against
 @dataclass(frozen=True)
 class ShadowDecision:
     promoted: bool
-    shadow: PinnedVersions
+    shadow: PinnedVersions  # the lead VM's; every VM pending on its embedding version moves with it
     champion: PinnedVersions
     shadow_coverage: float
     champion_coverage: float
@@ -33,12 +33,20 @@ class ShadowDecision:
     reason: str
 
 
-def await_shadow(client: MlflowClient, chain: PinnedVersions) -> None:
-    """Make the chain the one the hourly precompute writes in shadow (``challenger``, tagged pending)."""
-    registry.set_alias(client, FM_MODEL, CHALLENGER, chain.fm)
-    registry.set_alias(client, AE_MODEL, CHALLENGER, chain.ae)
-    registry.set_alias(client, VM_MODEL, CHALLENGER, chain.vm)
-    client.set_model_version_tag(VM_MODEL, chain.vm, SHADOW, SHADOW_PENDING)
+def await_shadow(client: MlflowClient, chains: Sequence[PinnedVersions]) -> None:
+    """Make the chains (one FM and AE, a VM each) what the hourly precompute writes in shadow: ``challenger``,
+    each VM version tagged pending."""
+    registry.set_alias(client, FM_MODEL, CHALLENGER, chains[0].fm)
+    registry.set_alias(client, AE_MODEL, CHALLENGER, chains[0].ae)
+    for chain in chains:
+        registry.set_alias(client, chain.vm_model, CHALLENGER, chain.vm)
+        client.set_model_version_tag(chain.vm_model, chain.vm, SHADOW, SHADOW_PENDING)
+
+
+def pending_shadows(client: MlflowClient, vm_names: Sequence[str], embedding_version: str) -> list[PinnedVersions]:
+    """Every VM's chain waiting in shadow on ``embedding_version``."""
+    found = (registry.resolve_shadow(client, name) for name in vm_names)
+    return [chain for chain in found if chain is not None and chain.embedding_version == embedding_version]
 
 
 def shadow_gate(
@@ -61,19 +69,24 @@ def shadow_gate(
     decision = ShadowDecision(promoted, shadow, champion, shadow_coverage, champion_coverage, hours, reason)
     params = {"champion_vm": champion.vm, "shadow_hours": hours}
     found = {"shadow_coverage": shadow_coverage, "champion_coverage": champion_coverage}
-    log_decision(client, settings, f"shadow-gate-vm{shadow.vm}", shadow, params, found, promoted, reason)
-    client.set_model_version_tag(VM_MODEL, shadow.vm, SHADOW, SHADOW_PROMOTED if promoted else SHADOW_REFUSED)
+    chains = pending_shadows(client, [s.name for s in settings.vms()], shadow.embedding_version) or [shadow]
+    for chain in chains:
+        log_decision(client, settings, f"shadow-gate-{chain.vm_name}-v{chain.vm}", chain, params, found, promoted, reason)
+        client.set_model_version_tag(chain.vm_model, chain.vm, SHADOW, SHADOW_PROMOTED if promoted else SHADOW_REFUSED)
     if promoted:
-        promote(client, shadow)
+        promote(client, chains)
     return decision
 
 
-def promote(client: MlflowClient, chain: PinnedVersions) -> None:
-    """Move ``champion`` to the chain. The VM alias moves last: readers derive the chain from the VM's tags,
-    never from FM/AE aliases alone."""
-    registry.set_alias(client, FM_MODEL, CHAMPION, chain.fm)
-    registry.set_alias(client, AE_MODEL, CHAMPION, chain.ae)
-    registry.set_alias(client, VM_MODEL, CHAMPION, chain.vm)
+def promote(client: MlflowClient, chains: Sequence[PinnedVersions]) -> None:
+    """Move ``champion`` to the chains (VMs of one FM and AE). The VM aliases move last: readers derive a chain
+    from a VM's tags, never from FM/AE aliases alone."""
+    if not chains:
+        return
+    registry.set_alias(client, FM_MODEL, CHAMPION, chains[0].fm)
+    registry.set_alias(client, AE_MODEL, CHAMPION, chains[0].ae)
+    for chain in chains:
+        registry.set_alias(client, chain.vm_model, CHAMPION, chain.vm)
 
 
 def log_decision(
@@ -89,9 +102,10 @@ def log_decision(
     """One decision as a run of ``solaris-promotion``; its reason also on the challenger VM's ``promotion`` tag."""
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-promotion"))
     with mlflow.start_run(run_name=run_name):
-        mlflow.log_params(
-            {"challenger_vm": challenger.vm, "challenger_embedding_version": challenger.embedding_version, **params}
-        )
+        mlflow.log_params({
+            "vm": challenger.vm_name, "challenger_vm": challenger.vm,
+            "challenger_embedding_version": challenger.embedding_version, **params,
+        })  # fmt: skip
         mlflow.log_metrics(found)
         mlflow.set_tags({"promoted": str(promoted).lower(), "reason": reason})
-    client.set_model_version_tag(VM_MODEL, challenger.vm, "promotion", reason)
+    client.set_model_version_tag(challenger.vm_model, challenger.vm, "promotion", reason)

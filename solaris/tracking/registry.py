@@ -1,10 +1,10 @@
-"""Registered models ``solaris-fm``, ``solaris-ae``, ``solaris-vm`` and ``solaris-demand``: logging, tags,
-aliases, pinned loading.
+"""Registered models ``solaris-fm``, ``solaris-ae``, one ``solaris-vm-<name>`` per configured vertical model
+(:mod:`solaris.vms`) and ``solaris-demand``: logging, tags, aliases, pinned loading.
 
-Aliases, not stages: ``challenger`` marks what the last training produced, ``champion`` what serves. The VM's
-tags name the FM and AE versions it was trained with, so :func:`resolve_champions` derives the whole chain
-from ``solaris-vm@champion`` alone: a reader that resolves while a promotion is moving aliases still gets
-three versions that belong together, and checks them.
+Aliases, not stages: ``challenger`` marks what the last training produced, ``champion`` what serves. A VM's
+tags name the FM and AE versions it was trained with, so :func:`resolve_champions` derives a whole chain
+from ``solaris-vm-<name>@champion`` alone: a reader that resolves while a promotion is moving aliases still
+gets three versions that belong together, and checks them. Each VM's aliases move on their own.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from solaris.config import Settings
 from solaris.embedding_version import check_ae_fm, parse_embedding_version
 from solaris.models import files
 from solaris.tracking import sqlite_file
+from solaris.vms import registered_name
 
-FM_MODEL, AE_MODEL, VM_MODEL = "solaris-fm", "solaris-ae", "solaris-vm"
+FM_MODEL, AE_MODEL = "solaris-fm", "solaris-ae"
 DEMAND_MODEL = "solaris-demand"  # the speculation's request model: promoted on its own, not with the chain
 CHAMPION, CHALLENGER = "champion", "challenger"
 # A VM version's tag while its chain is precomputed beside the champion's (a new embedding version awaiting
@@ -124,33 +125,40 @@ class PinnedVersions:
     ae: str
     vm: str
     embedding_version: str
+    vm_name: str  # the configured VM (:mod:`solaris.vms`): ``vm`` is a version of ``solaris-vm-<vm_name>``
+
+    @property
+    def vm_model(self) -> str:
+        return registered_name(self.vm_name)
 
 
-def pinned_from_vm(client: MlflowClient, vm_version: str) -> PinnedVersions:
+def pinned_from_vm(client: MlflowClient, vm_name: str, vm_version: str) -> PinnedVersions:
     """The chain a VM version was trained with, checked against the AE's own link to its FM."""
-    vm = client.get_model_version(VM_MODEL, vm_version)
+    model = registered_name(vm_name)
+    vm = client.get_model_version(model, vm_version)
     emb = vm.tags.get("embedding_version")
     if not emb:
-        raise ValueError(f"{VM_MODEL} version {vm_version} has no embedding_version tag (variant uses no embeddings?)")
+        raise ValueError(f"{model} version {vm_version} has no embedding_version tag (variant uses no embeddings?)")
     fm, ae, *_ = parse_embedding_version(emb)
     ae_model = client.get_model_version(AE_MODEL, ae)
     check_ae_fm(ae, ae_model.tags.get("fm_version", "?"), fm)
-    return PinnedVersions(fm=fm, ae=ae, vm=str(vm_version), embedding_version=emb)
+    return PinnedVersions(fm=fm, ae=ae, vm=str(vm_version), embedding_version=emb, vm_name=vm_name)
 
 
-def resolve_champions(client: MlflowClient) -> PinnedVersions:
-    vm = version_by_alias(client, VM_MODEL, CHAMPION)
+def resolve_champions(client: MlflowClient, vm_name: str) -> PinnedVersions:
+    model = registered_name(vm_name)
+    vm = version_by_alias(client, model, CHAMPION)
     if vm is None:
-        raise ValueError(f"{VM_MODEL} has no @{CHAMPION}: run `solaris train all` first")
-    return pinned_from_vm(client, vm.version)
+        raise ValueError(f"{model} has no @{CHAMPION}: run `solaris train all` (or `solaris train vm --vm {vm_name}`)")
+    return pinned_from_vm(client, vm_name, vm.version)
 
 
-def resolve_shadow(client: MlflowClient) -> PinnedVersions | None:
-    """The chain the hourly precompute writes in shadow: ``solaris-vm@challenger`` while tagged pending."""
-    vm = version_by_alias(client, VM_MODEL, CHALLENGER)
+def resolve_shadow(client: MlflowClient, vm_name: str) -> PinnedVersions | None:
+    """The chain the hourly precompute writes in shadow: ``solaris-vm-<name>@challenger`` while tagged pending."""
+    vm = version_by_alias(client, registered_name(vm_name), CHALLENGER)
     if vm is None or vm.tags.get(SHADOW) != SHADOW_PENDING:
         return None
-    return pinned_from_vm(client, str(vm.version))
+    return pinned_from_vm(client, vm_name, str(vm.version))
 
 
 def resolve_demand(client: MlflowClient) -> str:
@@ -182,8 +190,8 @@ def load_ae(version: str) -> torch.nn.Module:
     return _load(AE_MODEL, version)
 
 
-def load_vm(version: str) -> torch.nn.Module:
-    return _load(VM_MODEL, version)
+def load_vm(vm_name: str, version: str) -> torch.nn.Module:
+    return _load(registered_name(vm_name), version)
 
 
 def load_demand(version: str) -> torch.nn.Module:

@@ -1,8 +1,9 @@
 """Training jobs with their MLflow record: ``train fm``, ``train ae``, ``train vm`` and the whole chain.
 
 Each job runs in its own experiment, logs params, per-epoch losses and the loss curve, registers its model
-with the tags that link it to what it depends on, and moves the ``challenger`` alias. Only
-:func:`train_all` runs the promotion gate, because FM, AE and VM are promoted together or not at all.
+with the tags that link it to what it depends on, and moves the ``challenger`` alias. :func:`train_all` trains
+every configured VM (:mod:`solaris.vms`) on one new FM and AE and gates them as one chain; :func:`train_vm_alone`
+trains one VM on the champion FM and AE and gates it on its own.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_data
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
 from solaris.training import runs
-from solaris.training.gate import Decision, promotion_gate
-from solaris.tracking.registry import AE_MODEL, CHALLENGER, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.training.gate import promotion_gate
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, PinnedVersions
+from solaris.training.gate import Challenger, ChainDecision
+from solaris.vms import VMSpec
 
 HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
 TRAINED_UNTIL = "trained_until"  # FM version tag: the end of the last hour whose labels it saw
@@ -95,8 +98,8 @@ class Trained:
 class TrainReport:
     fm: Trained
     ae: Trained
-    vms: dict[str, Trained] = field(default_factory=dict)
-    decision: Decision | None = None
+    vms: dict[str, dict[str, Trained]] = field(default_factory=dict)  # VM name -> variant -> what it trained
+    decision: ChainDecision | None = None
 
 
 def _eval_tags(world: World, eval_metrics: dict[str, float]) -> dict[str, str]:
@@ -153,42 +156,76 @@ def train_ae_job(
 
 
 def vm_data(world: World, teacher: Teacher, served_age_hours: int) -> dict[str, VMData]:
+    """Every VM's examples from one teacher pass; each VM narrows them to its label and positions."""
     split = world.split
     spans = {name: getattr(split, name) for name in ("vm_train", "valid", "eval")}
     return build_vm_datasets(world.log, spans, world.index, teacher, served_age_hours)
 
 
 def train_vm_job(
-    client: MlflowClient, settings: Settings, world: World, data: dict[str, VMData], variant: str, plan: TrainPlan
+    client: MlflowClient,
+    settings: Settings,
+    world: World,
+    data: dict[str, VMData],
+    spec: VMSpec,
+    variant: str,
+    plan: TrainPlan,
 ) -> Trained:
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-vm"))
     config = replace(plan.vm, variant=variant)
-    with mlflow.start_run(run_name=f"vm-{variant}"):
-        runs.log_params({**config.as_params(), **plan.fit.as_params()})
-        vm, fit = train_vm(data["vm_train"], data["valid"], world.users, world.items, config, plan.fit, runs.log_epoch)
-        runs.log_fit(fit, f"VM {variant}")
-        found = vm_eval(vm, data["eval"])
-        example = data["eval"].matrix(vm.config)[:64]
+    own = {span: examples.for_vm(spec) for span, examples in data.items()}
+    with mlflow.start_run(run_name=f"{spec.name}-{variant}"):
+        runs.log_params({**config.as_params(), **plan.fit.as_params(), "vm": spec.name, "label": spec.label})
+        vm, fit = train_vm(own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch)
+        runs.log_fit(fit, f"VM {spec.name} {variant}")
+        found = vm_eval(vm, own["eval"])
+        example = own["eval"].matrix(vm.config)[:64]
         cost = {"params": parameter_count(vm), "flops_per_pair": flops_per_pair(vm, example)}
         mlflow.log_metrics({f"eval_{k}": v for k, v in found.items()} | cost)
-        version = register_vm(client, world, vm, example[:5], found)
+        version = register_vm(client, world, spec, vm, example[:5], found)
     if variant == plan.serve_variant:
-        registry.set_alias(client, VM_MODEL, CHALLENGER, version)
+        registry.set_alias(client, spec.registered_name, CHALLENGER, version)
     return Trained(vm, version, found | cost)
 
 
+def train_vm_variants(
+    client: MlflowClient, settings: Settings, world: World, data: dict[str, VMData], spec: VMSpec, plan: TrainPlan
+) -> dict[str, Trained]:
+    return {v: train_vm_job(client, settings, world, data, spec, v, plan) for v in plan.variants}
+
+
 def vm_eval(vm: VerticalModel, data: VMData) -> dict[str, float]:
-    return metrics.summary(data.click, score(vm, data.served_like(vm.config)))
+    return metrics.summary(data.label, score(vm, data.served_like(vm.config)))
 
 
 def register_vm(
-    client: MlflowClient, world: World, vm: VerticalModel, example: np.ndarray, found: dict[str, float]
+    client: MlflowClient, world: World, spec: VMSpec, vm: VerticalModel, example: np.ndarray, found: dict[str, float]
 ) -> str:
     """Register a VM version (inside the active run) with the tags the ranker and the gate rely on."""
-    tags = {"role": "vm", "variant": vm.config.variant, **_eval_tags(world, found)}
+    tags = {"role": "vm", "vm": spec.name, "label": spec.label, "variant": vm.config.variant, **_eval_tags(world, found)}
+    if spec.positions is not None:
+        tags["positions"] = f"{spec.positions[0]}-{spec.positions[1]}"
     if vm.config.uses_embeddings:
         tags |= {"embedding_version": vm.config.embedding_version, "code_dim": vm.config.code_dim}
-    return registry.log_model(client, vm, VM_MODEL, vm.config.columns(), example, tags)
+    return registry.log_model(client, vm, spec.registered_name, vm.config.columns(), example, tags)
+
+
+def served_challenger(spec: VMSpec, variants: dict[str, Trained], teacher: Teacher, plan: TrainPlan) -> Challenger:
+    """The served variant of one VM as the gate's challenger."""
+    served = variants[plan.serve_variant]
+    chain = PinnedVersions(teacher.fm_version, teacher.ae_version, served.version, teacher.embedding_version, spec.name)
+    return Challenger(chain, served.metrics["ne"])
+
+
+def gate_challengers(
+    client: MlflowClient, settings: Settings, world: World, challengers: list[Challenger], plan: TrainPlan
+) -> ChainDecision:
+    """The promotion gate, each champion re-scored on this world's evaluation hours for its own VM."""
+    specs = {s.name: s for s in settings.vms()}
+    return promotion_gate(
+        client, settings, challengers, str(world.split.eval),
+        lambda champion: champion_ne(world, specs[champion.vm_name], champion, plan.device, plan.served_age_hours),
+    )  # fmt: skip
 
 
 def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), until: datetime | None = None) -> TrainReport:
@@ -201,30 +238,35 @@ def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), unt
     teacher = Teacher(fm.model, ae.model, fm.version, ae.version, plan.device)
     data = vm_data(world, teacher, plan.served_age_hours)
     report = TrainReport(fm=fm, ae=ae)
-    for variant in plan.variants:
-        report.vms[variant] = train_vm_job(client, settings, world, data, variant, plan)
-    served = report.vms.get(plan.serve_variant)
-    if served is not None:
-        challenger = PinnedVersions(fm.version, ae.version, served.version, teacher.embedding_version)
-        report.decision = promotion_gate(
-            client,
-            settings,
-            challenger,
-            served.metrics["ne"],
-            str(world.split.eval),
-            lambda champion: champion_ne(world, champion, plan.device, plan.served_age_hours),
-        )
+    for spec in settings.vms():
+        report.vms[spec.name] = train_vm_variants(client, settings, world, data, spec, plan)
+    if plan.serve_variant in plan.variants:
+        challengers = [served_challenger(s, report.vms[s.name], teacher, plan) for s in settings.vms()]
+        report.decision = gate_challengers(client, settings, world, challengers, plan)
     return report
 
 
-def champion_ne(world: World, pinned: PinnedVersions, device: str, served_age_hours: int) -> float:
+def train_vm_alone(
+    client: MlflowClient, settings: Settings, world: World, spec: VMSpec, plan: TrainPlan
+) -> tuple[dict[str, Trained], ChainDecision | None]:
+    """One VM's variants on the champion FM and AE (the table's embedding version), its served variant gated
+    against its own champion alone: how a VM is added, or retrained, without touching the others."""
+    teacher = champion_teacher(client, plan.device)
+    variants = train_vm_variants(client, settings, world, vm_data(world, teacher, plan.served_age_hours), spec, plan)
+    if plan.serve_variant not in variants:
+        return variants, None
+    return variants, gate_challengers(client, settings, world, [served_challenger(spec, variants, teacher, plan)], plan)
+
+
+def champion_ne(world: World, spec: VMSpec, pinned: PinnedVersions, device: str, served_age_hours: int) -> float:
     """The pinned chain's VM NE on this world's evaluation hours, features rebuilt with its own FM and AE."""
-    fm, ae, vm = registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), registry.load_vm(pinned.vm)
+    fm, ae = registry.load_fm(pinned.fm), registry.load_ae(pinned.ae)
+    vm = registry.load_vm(pinned.vm_name, pinned.vm)
     if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder) or not isinstance(vm, VerticalModel):
         raise ValueError(f"registered versions {pinned} are not SOLARIS models")
     teacher = Teacher(fm, ae, pinned.fm, pinned.ae, device)
     data = build_vm_data(world.log, world.split.eval, world.index, teacher, served_age_hours)
-    return vm_eval(vm, data)["ne"]
+    return vm_eval(vm, data.for_vm(spec))["ne"]
 
 
 
@@ -237,6 +279,14 @@ def registered(client: MlflowClient, name: str, version: str | None) -> Trained:
         version = str(found.version)
     loaded = registry.load_fm(version) if name == FM_MODEL else registry.load_ae(version)
     return Trained(loaded, version, {})
+
+
+def champion_teacher(client: MlflowClient, device: str) -> Teacher:
+    """The champion AE and its FM: what the feature store's table is written with."""
+    found = registry.version_by_alias(client, AE_MODEL, CHAMPION)
+    if found is None:
+        raise ValueError(f"{AE_MODEL} has no @{CHAMPION}: train the chain first (`solaris train all`)")
+    return registered_teacher(client, str(found.version), device)
 
 
 def registered_teacher(client: MlflowClient, ae_version: str | None, device: str) -> Teacher:

@@ -27,7 +27,8 @@ from solaris.models.splits import Span
 from solaris.models.training import embed_span, train_ae, train_fm
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import AE_MODEL, FM_MODEL, PinnedVersions
+from solaris.vms import registered_name
 from solaris.training import runs
 from solaris.training.jobs import TRAINED_UNTIL, TrainPlan, Trained, World
 
@@ -83,19 +84,23 @@ def refresh_ae(
     return Trained(ae, version, {"reconstruction_error": fit.best_valid_loss})
 
 
-def register_successor_vm(client: MlflowClient, settings: Settings, vm_version: str, fm: Trained, ae: Trained) -> PinnedVersions:
+def register_successor_vm(
+    client: MlflowClient, settings: Settings, vm_name: str, vm_version: str, fm: Trained, ae: Trained
+) -> PinnedVersions:
     """The VM that reads the new version until the VMs are refreshed on what it serves: ``vm_version``'s
     weights, tagged with the new embedding version. What it decides meanwhile needs no embedding (the
     precompute's verifier scores with every tier absent); its scores on the new codes are never evaluated."""
-    previous = registry.load_vm(vm_version)
+    model = registered_name(vm_name)
+    previous = registry.load_vm(vm_name, vm_version)
     if not isinstance(previous, VerticalModel) or not isinstance(ae.model, Autoencoder):
-        raise ValueError(f"{VM_MODEL} version {vm_version} is not a vertical model")
+        raise ValueError(f"{model} version {vm_version} is not a vertical model")
     version = embedding_version(fm.version, ae.version, ae.model.config.code_dim)
     vm = copy.deepcopy(previous)
     vm.config = replace(previous.config, embedding_version=version)
     example = np.zeros((5, len(vm.config.columns())), np.float32)  # id 0, hour 0, no tiers: a valid input
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-vm"))
-    with mlflow.start_run(run_name="vm-successor"):
-        tags = {"role": "vm", "variant": vm.config.variant, "embedding_version": version, "code_dim": vm.config.code_dim}
-        successor = registry.log_model(client, vm, VM_MODEL, vm.config.columns(), example, tags | {"weights_of": vm_version})
-    return PinnedVersions(fm.version, ae.version, successor, version)
+    with mlflow.start_run(run_name=f"{vm_name}-successor"):
+        tags = {"role": "vm", "vm": vm_name, "variant": vm.config.variant, "embedding_version": version,
+                "code_dim": vm.config.code_dim, "weights_of": vm_version}  # fmt: skip
+        successor = registry.log_model(client, vm, model, vm.config.columns(), example, tags)
+    return PinnedVersions(fm.version, ae.version, successor, version, vm_name)

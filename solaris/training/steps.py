@@ -7,26 +7,29 @@ version and returns a small JSON-able dict for XCom.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
 
 from solaris.config import Settings
 from solaris.models.training import FitConfig
 from solaris.tracking import registry
-from solaris.training.gate import promotion_gate
+from solaris.training.gate import Challenger
 from solaris.training.jobs import (
     TrainPlan,
     World,
-    champion_ne,
+    champion_teacher,
+    gate_challengers,
     registered,
     registered_teacher,
+    served_challenger,
     train_ae_job,
     train_fm_job,
-    train_vm_job,
+    train_vm_variants,
     vm_data,
 )
-from solaris.tracking.registry import AE_MODEL, FM_MODEL, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import AE_MODEL, FM_MODEL, PinnedVersions
+from solaris.vms import ALL_VMS, choose
 
 
 def plan(settings: Settings, epochs: int, seed: int) -> TrainPlan:
@@ -49,40 +52,44 @@ def train_ae(settings: Settings, chosen: TrainPlan, fm_version: str) -> dict[str
     return {"ae_version": trained.version, "reconstruction_error": trained.metrics["reconstruction_error"]}
 
 
-def train_vms(settings: Settings, chosen: TrainPlan, ae_version: str) -> dict[str, Any]:
-    """Every VM variant on one teacher pass; the served variant's version and NE go to the gate."""
+def vm_names(settings: Settings, chosen: str) -> list[str]:
+    """The VMs a training run trains: every configured one for ``all``, else the one named."""
+    specs = settings.vms()
+    return [s.name for s in (specs if chosen == ALL_VMS else choose(specs, [chosen]))]
+
+
+def train_vm(settings: Settings, chosen: TrainPlan, vm_name: str, ae_version: str | None) -> dict[str, Any]:
+    """One VM's variants on the AE ``ae_version`` and its FM (None: the champions, the VM trained alone); its
+    served variant's version and NE go to the gate."""
     client = registry.connect(settings)
     world = _world(settings, chosen)
-    data = vm_data(world, registered_teacher(client, ae_version, chosen.device), chosen.served_age_hours)
-    versions = {v: train_vm_job(client, settings, world, data, v, chosen) for v in chosen.variants}
-    served = versions[chosen.serve_variant]
+    if ae_version is None:
+        teacher = champion_teacher(client, chosen.device)
+    else:
+        teacher = registered_teacher(client, ae_version, chosen.device)
+    (spec,) = choose(settings.vms(), [vm_name])
+    variants = train_vm_variants(client, settings, world, vm_data(world, teacher, chosen.served_age_hours), spec, chosen)
+    challenger = served_challenger(spec, variants, teacher, chosen)
     return {
-        "vm_versions": {v: t.version for v, t in versions.items()},
-        "served_vm": served.version,
-        "served_ne": served.metrics["ne"],
-        "eval_hours": str(world.split.eval),
-    }
+        "vm": vm_name, "versions": {v: t.version for v, t in variants.items()}, "chain": asdict(challenger.chain),
+        "served_ne": challenger.ne, "eval_hours": str(world.split.eval),
+    }  # fmt: skip
 
 
-def gate(
-    settings: Settings, chosen: TrainPlan, fm_version: str, ae_version: str, vms: dict[str, Any]
-) -> dict[str, Any]:
-    """Promote FM, AE and the served VM together if the VM beats the champion on the same hours; a chain with a
+def gate(settings: Settings, chosen: TrainPlan, vms: list[dict[str, Any]]) -> dict[str, Any]:
+    """Gate the VMs trained (one chain of a new FM and AE, or one VM alone on the champions'); a chain with a
     new embedding version is written in shadow first (:mod:`solaris.precompute.shadow`)."""
     client = registry.connect(settings)
-    ae_fm = client.get_model_version(AE_MODEL, ae_version).tags.get("fm_version")
-    if ae_fm != fm_version:
-        raise ValueError(f"{AE_MODEL} version {ae_version} compresses FM {ae_fm}, not FM {fm_version}")
-    embedding = client.get_model_version(VM_MODEL, vms["served_vm"]).tags["embedding_version"]
-    challenger = PinnedVersions(fm_version, ae_version, vms["served_vm"], embedding)
-    world = _world(settings, chosen)
-    decision = promotion_gate(
-        client, settings, challenger, vms["served_ne"], vms["eval_hours"],
-        lambda champion: champion_ne(world, champion, chosen.device, chosen.served_age_hours),
-    )  # fmt: skip
+    challengers = [Challenger(PinnedVersions(**trained["chain"]), trained["served_ne"]) for trained in vms]
+    for c in challengers:
+        ae_fm = client.get_model_version(AE_MODEL, c.chain.ae).tags.get("fm_version")
+        if ae_fm != c.chain.fm:
+            raise ValueError(f"{AE_MODEL} version {c.chain.ae} compresses FM {ae_fm}, not FM {c.chain.fm}")
+    decision = gate_challengers(client, settings, _world(settings, chosen), challengers, chosen)
     return {
-        "promoted": decision.promoted, "awaiting_shadow": decision.awaiting_shadow, "reason": decision.reason,
-        "embedding_version": embedding,
+        "promoted": decision.promoted, "chain_moved": decision.chain_moved, "awaiting_shadow": decision.awaiting_shadow,
+        "reason": decision.reason, "embedding_version": challengers[0].chain.embedding_version,
+        "vms": {d.challenger.vm_name: {"promoted": d.promoted, "reason": d.reason} for d in decision.decisions},
     }  # fmt: skip
 
 
@@ -99,8 +106,10 @@ def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int)
     plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
     client = registry.connect(settings)
     gains = {}
-    champion = registry.version_by_alias(client, VM_MODEL, registry.CHAMPION)
-    if champion is not None:  # what a pair code gained the served VM over the last day, per cohort
-        gains = served_gains(log, settings.data_dir / "served", registry.load_vm(str(champion.version)), until)
+    lead = settings.vms()[0]
+    champion = registry.version_by_alias(client, lead.registered_name, registry.CHAMPION)
+    if champion is not None:  # what a pair code gained the lead VM over the last day, per cohort
+        served_vm = registry.load_vm(lead.name, str(champion.version))
+        gains = served_gains(log, settings.data_dir / "served", served_vm, until)
     decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
     return {"demand_version": decision.version, "promoted": decision.promoted, "reason": decision.reason, "auc": decision.auc}

@@ -19,7 +19,7 @@ HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
 LIGHT_SOLARIS = {
     "solaris", "solaris.config", "solaris.airflow_env", "solaris.assets",
     "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline", "solaris.eval",
-    "solaris.eval.protocol",
+    "solaris.eval.protocol", "solaris.vms",
 }  # fmt: skip
 
 
@@ -57,8 +57,22 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
     assert (shard.pool, shard.queue) == (GPU_POOL, "gpu")
     assert isinstance(shard, MappedOperator)
     assert {a.name for a in dag.task_dict["resolve"].inlets} == {"solaris_vm_champion"}
-    emitted = {a.name for a in dagbag.dags["solaris_train"].task_dict["announce"].outlets}
-    assert "solaris_vm_champion" in emitted
+    emitted = {a.name for a in dagbag.dags["solaris_train"].task_dict["announce_vms"].outlets}
+    assert emitted == {"solaris_vm_champion"}
+
+
+def test_train_dag_maps_one_vm_task_per_configured_model_and_can_train_one_alone(dagbag: Any) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    dag = dagbag.dags["solaris_train"]
+    assert dag.params.get_param("vm").value == "all"
+    assert dag.params.get_param("vm").schema["enum"] == ["all", "ctr", "cvr"]  # the default configuration
+    train_vm = dag.task_dict["train_vm"]
+    assert isinstance(train_vm, MappedOperator) and train_vm.upstream_task_ids == {"plan_vms", "train_ae"}
+    assert train_vm.trigger_rule == "none_failed"  # runs when the FM and AE skip (one VM alone)
+    assert dag.task_dict["promote"].upstream_task_ids == {"train_vm"}
+    chain = {a.name for a in dag.task_dict["announce_chain"].outlets}
+    assert chain == {"solaris_fm_champion", "solaris_ae_champion"}
 
 
 def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: Any) -> None:

@@ -23,7 +23,7 @@ from solaris.store.base import RunRecord
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import backend_settings, export
+from precompute_env import LEAD, backend_settings, export
 from store_state import store_checksum
 
 CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}
@@ -64,7 +64,7 @@ def test_precompute_dag_runs_end_to_end(dagbag: Any, dag_settings: Settings) -> 
     assert dag_run.state == "success", _task_tries(dag_run)
     tries = _task_tries(dag_run)
     assert tries["mark_failed"][0] == "skipped" and tries["finish"][0] == "success"
-    pinned = registry.resolve_champions(registry.connect(settings))
+    pinned = registry.resolve_champions(registry.connect(settings), LEAD.name)
     with open_store(settings.store_url) as store:
         record = store.get_run(run_key(start))
         assert record is not None and record.status == "succeeded"

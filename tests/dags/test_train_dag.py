@@ -11,12 +11,29 @@ from solaris.config import Settings
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.tracking import registry
 from solaris.data.eventlog import EventLog
-from solaris.tracking.registry import AE_MODEL, CHAMPION, DEMAND_MODEL, FM_MODEL, VM_MODEL
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL
+from solaris.vms import DEFAULT_VMS
 
 from precompute_env import export
 
+CTR, CVR = DEFAULT_VMS
 
-def test_train_dag_registers_promotes_and_announces(
+
+def task_states(dag_run: Any) -> dict[str, list[str]]:
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        states: dict[str, list[str]] = {}
+        for ti in dag_run.get_task_instances(session=session):
+            states.setdefault(ti.task_id, []).append(str(ti.state))
+    return states
+
+
+def aliases(client: Any, name: str) -> tuple[str, str]:
+    return tuple(str(client.get_model_version_by_alias(name, a).version) for a in (CHAMPION, CHALLENGER))  # type: ignore[return-value]
+
+
+def test_train_dag_registers_promotes_and_announces_then_trains_one_vm_alone(
     dagbag: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from airflow.models.asset import AssetEvent, AssetModel
@@ -26,24 +43,40 @@ def test_train_dag_registers_promotes_and_announces(
     settings = Settings.from_env({"SOLARIS_HOME": str(tmp_path), "SOLARIS_WORLD": "tiny", "SOLARIS_DEVICE": "cpu"})
     generate_world(PRESETS["tiny"].with_seed(3), settings.world_dir(), overwrite=True, progress=False)
     export(settings, monkeypatch)
+    dag = dagbag.dags["solaris_train"]
 
-    dag_run = dagbag.dags["solaris_train"].test(run_conf={"epochs": 1, "seed": 0})
+    dag_run = dag.test(run_conf={"epochs": 1, "seed": 0})
 
     assert dag_run.state == "success"
+    tasks = ["plan_vms", "train_fm", "train_ae", "promote", "announce_chain", "announce_vms", "train_demand"]
+    assert task_states(dag_run) == dict.fromkeys(tasks, ["success"]) | {"train_vm": ["success"] * 2}  # ctr, cvr
     with create_session() as session:
-        states = {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances(session=session)}
         announced = session.scalars(
             select(AssetModel.name)
             .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
             .where(AssetEvent.source_run_id == dag_run.run_id)
         ).all()
-    tasks = ["train_fm", "train_ae", "train_vms", "promote", "announce", "train_demand"]
-    assert states == dict.fromkeys(tasks, "success")
     assert set(announced) == {"solaris_fm_champion", "solaris_ae_champion", "solaris_vm_champion"}
     client = registry.connect(settings)
-    pinned = registry.resolve_champions(client)
-    for name, version in ((FM_MODEL, pinned.fm), (AE_MODEL, pinned.ae), (VM_MODEL, pinned.vm)):
+    ctr, cvr = (registry.resolve_champions(client, spec.name) for spec in (CTR, CVR))
+    assert ctr.embedding_version == cvr.embedding_version  # one table for both
+    for name, version in ((FM_MODEL, ctr.fm), (AE_MODEL, ctr.ae), (CTR.registered_name, ctr.vm)):
         assert str(client.get_model_version_by_alias(name, CHAMPION).version) == str(version)
     # the demand model: trained up to the run's logical time, which a run triggered now puts past the log's end
     demand = client.get_model_version_by_alias(DEMAND_MODEL, CHAMPION)
     assert demand.tags["trained_until"] == EventLog(settings.world_dir()).end.isoformat()
+
+    before = {name: aliases(client, name) for name in (FM_MODEL, AE_MODEL, CTR.registered_name)}
+    alone = dag.test(run_conf={"epochs": 1, "seed": 1, "vm": "cvr"})
+
+    assert alone.state == "success"
+    states = task_states(alone)
+    assert states["train_fm"] == states["train_ae"] == states["announce_chain"] == ["skipped"]
+    assert states["train_vm"] == ["success"]  # one mapped task: cvr alone
+    assert {name: aliases(client, name) for name in before} == before  # FM, AE and ctr untouched
+    retrained = registry.version_by_alias(client, CVR.registered_name, CHALLENGER)
+    assert retrained is not None and str(retrained.version) != cvr.vm
+    assert retrained.tags["embedding_version"] == cvr.embedding_version  # on the champion FM and AE
+    moved = registry.resolve_champions(client, CVR.name).vm == str(retrained.version)
+    assert moved == ("beats" in retrained.tags["promotion"])
+    assert states["announce_vms"] == ["success" if moved else "skipped"]

@@ -22,8 +22,11 @@ from solaris.models.features import FEEDING_ORDER, ts_micros
 from solaris.serving.servedlog import read_served
 from solaris.store.codec import to_micros
 from solaris.precompute.params import PrecomputeParams
-from solaris.tracking.registry import CHAMPION, FM_MODEL, SHADOW, VM_MODEL
+from solaris.tracking.registry import CHAMPION, FM_MODEL, SHADOW
 from solaris.training.jobs import TRAINED_UNTIL
+from solaris.vms import DEFAULT_VMS
+
+LEAD = DEFAULT_VMS[0]
 
 # The replay fixture (train, two FM refreshes, the eval span, the sweep and the selector arms) is one setup of
 # about 8 minutes on 2 cores (870 s measured beside two other replays, past the suite's 600 s default): a long
@@ -193,7 +196,7 @@ def test_a_refreshed_fm_is_written_in_shadow_first_and_no_hour_loses_ten_points_
     client = replay_registry(settings)
     trained_until = datetime.fromisoformat(client.get_model_version(FM_MODEL, refreshed["fm_version"]).tags[TRAINED_UNTIL])
     assert trained_until + timedelta(hours=PrecomputeParams.shadow_hours) <= first_serving
-    vm = client.get_model_version_by_alias(VM_MODEL, CHAMPION)
+    vm = client.get_model_version_by_alias(LEAD.registered_name, CHAMPION)
     assert vm.tags["embedding_version"] == refreshed["embedding_version"] and vm.tags[SHADOW] == "promoted"
     assert "within 10 points below" in vm.tags["promotion"]
     all_tiers = [hour.coverage[FEEDING_ORDER[-1]] for hour in report.hours]

@@ -19,6 +19,7 @@ from solaris.precompute.summary import EXPERIMENT
 from solaris.store import FeatureStore, open_store
 from solaris.tracking import registry
 from solaris.embedding_version import embedding_version
+from solaris.vms import DEFAULT_VMS
 
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -125,7 +126,7 @@ def register_champion(client: MlflowClient) -> str:
     fm = _register(client, registry.FM_MODEL, {"role": "fm"})
     ae = _register(client, registry.AE_MODEL, {"role": "ae", "fm_version": fm})
     emb = embedding_version(fm, ae, DIM)
-    _register(client, registry.VM_MODEL, {"role": "vm", "embedding_version": emb})
+    _register(client, DEFAULT_VMS[0].registered_name, {"role": "vm", "embedding_version": emb})
     return emb
 
 

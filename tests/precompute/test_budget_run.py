@@ -84,7 +84,7 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
     nodes.candidates(run, settings)
     nodes.select(run, settings)
     pool = run_files.step_staging(settings, run, "select").read(POOL).to_pandas()
-    vm = registry.load_vm(run.vm_version)
+    vm = registry.load_vm(run.vm_name, run.vm_version)
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
     rows = np.zeros((len(users), len(vm.config.columns())), np.float32)  # every tier's code and flag 0: absent
     rows[:, :4] = np.column_stack([users, items, np.full(len(users), run.interval_start.hour), np.zeros(len(users))])

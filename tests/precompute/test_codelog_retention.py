@@ -60,7 +60,7 @@ def test_an_open_hour_file_stays_readable_while_it_is_pruned(tmp_path: Path) -> 
 
 
 def _run(params: PrecomputeParams) -> HourRun:
-    return HourRun(run_key(T), T, T + H, "3", "2", "7", VERSION, DIM, params)
+    return HourRun(run_key(T), T, T + H, "3", "2", "7", "ctr", VERSION, DIM, params)
 
 
 def test_the_expire_step_prunes_the_code_log_past_its_retention(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import copy_chain, precompute_settings, set_aliases
+from precompute_env import LEAD, copy_chain, precompute_settings, set_aliases
 from store_state import store_checksum
 
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
@@ -77,12 +77,12 @@ def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
     _, world, report = trained
     settings = precompute_settings(trained[0], tmp_path)
     client = registry.connect(settings)
-    pinned = registry.resolve_champions(client)
+    pinned = registry.resolve_champions(client, LEAD.name)
     resolved = nodes.resolve(settings, world.log.start + FIRST_HOUR, PARAMS, fixed_clock())
     new_chain = copy_chain(client, settings, world, report)
     set_aliases(client, new_chain)
     try:
-        assert registry.resolve_champions(client) == new_chain != pinned
+        assert registry.resolve_champions(client, LEAD.name) == new_chain != pinned
         done = run_resolved(settings, resolved, clock=fixed_clock)
     finally:
         set_aliases(client, pinned)

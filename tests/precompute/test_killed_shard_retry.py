@@ -30,7 +30,7 @@ from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import precompute_settings
+from precompute_env import LEAD, precompute_settings
 from store_state import store_checksum
 
 pytestmark = pytest.mark.slow
@@ -105,7 +105,7 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
     clean, chaos = two_stores
     first = EventLog(clean.world_dir()).start + FIRST_HOUR
     hour = first + timedelta(hours=1)
-    version = registry.resolve_champions(registry.connect(clean)).embedding_version
+    version = registry.resolve_champions(registry.connect(clean), LEAD.name).embedding_version
     code_dim = parse_embedding_version(version).dim
 
     # A: two clean hours. B: the same first hour, so the killed hour faces fresh pairs and re-queued misses.

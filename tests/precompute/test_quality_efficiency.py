@@ -120,7 +120,7 @@ def test_the_expire_step_prunes_the_score_log_beside_the_code_log(tmp_path: Path
     settings = Settings.from_env({"SOLARIS_HOME": str(tmp_path)})
     with open_store(settings.store_url, init=True):
         pass
-    run = HourRun(run_key(W), W, W + H, "3", "2", "7", "fm3-ae2-d4", 4, PrecomputeParams(code_log_retention_hours=30))
+    run = HourRun(run_key(W), W, W + H, "3", "2", "7", "ctr", "fm3-ae2-d4", 4, PrecomputeParams(code_log_retention_hours=30))
     scores_log = run_files.code_log(settings, run).score_log
     assert scores_log.path == settings.data_dir / "precompute" / "scores" / "fm3-ae2-d4"
     one = pd.DataFrame({"user_id": [1], "item_id": [10], "score": [1.0]})

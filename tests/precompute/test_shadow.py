@@ -14,11 +14,11 @@ from solaris.data.eventlog import EventLog
 from solaris.precompute.run import run_hour
 from solaris.store import open_store
 from solaris.tracking import registry
-from solaris.tracking.registry import CHALLENGER, SHADOW, VM_MODEL, PinnedVersions
+from solaris.tracking.registry import CHALLENGER, SHADOW, PinnedVersions
 from solaris.tracking.promotion import await_shadow
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import copy_chain, set_aliases, store_rows
+from precompute_env import LEAD, copy_chain, set_aliases, store_rows
 from store_state import store_checksum
 from test_hourly_run import FIRST_HOUR, PARAMS, fixed_clock
 
@@ -33,8 +33,9 @@ def chains(
     """(client, champion, challenger): a copy of the session's chain, registered but not yet written in
     shadow; every alias the test moves is put back."""
     client = registry.connect(run_settings)
-    champion = registry.resolve_champions(client)
-    previous = registry.pinned_from_vm(client, str(registry.version_by_alias(client, VM_MODEL, CHALLENGER).version))
+    champion = registry.resolve_champions(client, LEAD.name)
+    previous_version = registry.version_by_alias(client, LEAD.registered_name, CHALLENGER).version
+    previous = registry.pinned_from_vm(client, LEAD.name, str(previous_version))
     challenger = copy_chain(client, run_settings, trained[1], trained[2])
     try:
         yield client, champion, challenger
@@ -52,7 +53,7 @@ def test_a_challenger_is_written_in_shadow_every_tier_then_promoted_by_its_cover
     run_settings: Settings, chains: tuple[MlflowClient, PinnedVersions, PinnedVersions]
 ) -> None:
     client, champion, challenger = chains
-    await_shadow(client, challenger)
+    await_shadow(client, [challenger])
     start = EventLog(run_settings.world_dir()).start + FIRST_HOUR
     params = PARAMS | {"shadow_hours": 2}
 
@@ -68,7 +69,7 @@ def test_a_challenger_is_written_in_shadow_every_tier_then_promoted_by_its_cover
         assert set(written) == {champion.embedding_version, challenger.embedding_version}, table
     pairs = versions_written(run_settings, "pair_embeddings")
     assert pairs[champion.embedding_version] == pairs[challenger.embedding_version]
-    assert registry.resolve_champions(client) == champion  # still written in shadow only
+    assert registry.resolve_champions(client, LEAD.name) == champion  # still written in shadow only
     before = store_checksum(run_settings.store_url)
     again = run_hour(run_settings, start, params, clock=fixed_clock)
     assert store_checksum(run_settings.store_url) == before and again["counts"] == counts  # a rerun, shadow included
@@ -78,8 +79,8 @@ def test_a_challenger_is_written_in_shadow_every_tier_then_promoted_by_its_cover
     figures = second["quality"]
     assert figures["coverage_any"] > 0.5 and figures["shadow_coverage_any"] >= figures["coverage_any"] - 0.10
     assert second["counts"]["shadow_promoted"] == 1
-    assert registry.resolve_champions(client) == challenger
-    tags = client.get_model_version(VM_MODEL, challenger.vm).tags
+    assert registry.resolve_champions(client, LEAD.name) == challenger
+    tags = client.get_model_version(LEAD.registered_name, challenger.vm).tags
     assert tags[SHADOW] == "promoted" and "within 10 points below" in tags["promotion"]
 
     third = run_hour(run_settings, start + timedelta(hours=2), params, clock=fixed_clock)
@@ -99,14 +100,14 @@ def test_a_shadow_whose_coverage_is_too_low_is_refused_with_that_reason(
     start = EventLog(run_settings.world_dir()).start + FIRST_HOUR
     params = PARAMS | {"shadow_hours": 1}
     run_hour(run_settings, start, params, clock=fixed_clock)
-    await_shadow(client, challenger)
+    await_shadow(client, [challenger])
 
     judged = run_hour(run_settings, start + timedelta(hours=1), params, clock=fixed_clock)
 
     assert judged["quality"]["shadow_coverage_any"] == 0 and judged["quality"]["coverage_any"] > 0.10
     assert judged["counts"]["shadow_promoted"] == 0
-    assert registry.resolve_champions(client) == champion
-    tags = client.get_model_version(VM_MODEL, challenger.vm).tags
+    assert registry.resolve_champions(client, LEAD.name) == champion
+    tags = client.get_model_version(LEAD.registered_name, challenger.vm).tags
     assert tags[SHADOW] == "refused" and "more than 10 points below" in tags["promotion"]
     after = run_hour(run_settings, start + timedelta(hours=2), params, clock=fixed_clock)
     assert "shadow_pairs_written" not in after["counts"]  # refused: no longer written in shadow

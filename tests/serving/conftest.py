@@ -20,6 +20,8 @@ from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 from solaris.embedding_version import parse_embedding_version
 
+from precompute_env import LEAD
+
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 StoreFactory = Callable[[], FeatureStore]
 TTL = timedelta(hours=2)
@@ -28,7 +30,7 @@ TTL = timedelta(hours=2)
 @pytest.fixture(scope="session")
 def champion(trained: tuple[Settings, World, TrainReport]) -> ServingModel:
     client = registry.connect(trained[0])
-    return load_serving_model(client, registry.resolve_champions(client).vm)
+    return load_serving_model(client, LEAD.name, registry.resolve_champions(client, LEAD.name).vm)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,9 @@ from solaris.serving.champion import ChampionWatcher, ServingModel, load_serving
 from solaris.store import SqliteStoreConfig, open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
-from solaris.tracking.registry import CHAMPION, VM_MODEL
+from solaris.tracking.registry import CHAMPION
+
+from precompute_env import LEAD
 
 Trained = tuple[Settings, World, TrainReport]
 
@@ -33,20 +35,20 @@ Trained = tuple[Settings, World, TrainReport]
 def restore_champion(trained: Trained) -> Iterator[MlflowClient]:
     """A client on the session's registry; the champion alias is put back afterwards (tests share it)."""
     client = registry.connect(trained[0])
-    original = registry.resolve_champions(client).vm
+    original = registry.resolve_champions(client, LEAD.name).vm
     yield client
-    registry.set_alias(client, VM_MODEL, CHAMPION, original)
+    registry.set_alias(client, LEAD.registered_name, CHAMPION, original)
 
 
 @pytest.fixture
 def watcher(restore_champion: MlflowClient) -> ChampionWatcher:
     """A watcher on the session's registry."""
-    return ChampionWatcher(restore_champion)
+    return ChampionWatcher(restore_champion, LEAD.name)
 
 
 def move_champion(trained: Trained, variant: str) -> str:
-    version = trained[2].vms[variant].version
-    registry.set_alias(registry.connect(trained[0]), VM_MODEL, CHAMPION, version)
+    version = trained[2].vms[LEAD.name][variant].version
+    registry.set_alias(registry.connect(trained[0]), LEAD.registered_name, CHAMPION, version)
     return version
 
 
@@ -80,7 +82,8 @@ def test_requests_during_swaps_never_mix_a_vm_with_another_version(
 ) -> None:
     client = registry.connect(trained[0])
     variants = ("solaris", "solaris_distilled")
-    models = {trained[2].vms[v].version: load_serving_model(client, trained[2].vms[v].version) for v in variants}
+    versions = [trained[2].vms[LEAD.name][v].version for v in variants]
+    models = {version: load_serving_model(client, LEAD.name, version) for version in versions}
     watcher.refresh(wait=True)
     ranker = Ranker(layout.store, watcher)
     served, stop = [], threading.Event()
@@ -131,7 +134,7 @@ def test_mlflow_unreachable_keeps_the_vm_serving_counts_the_failure_and_recovers
     with mlflow_http_server(trained[0].mlflow_tracking_uri) as port:
         proxy = TcpProxy(port)
         url = f"http://127.0.0.1:{proxy.port}"
-        service = build_service(store, ChampionWatcher(MlflowClient(url, url)), config)
+        service = build_service(store, ChampionWatcher(MlflowClient(url, url), LEAD.name), config)
         try:
             with TestClient(create_app(service, config)) as client:  # starting loads @champion through the proxy
                 serving = client.post("/rank", json=request).json()["vm_version"]

@@ -26,7 +26,11 @@ from solaris.serving import Ranker
 from solaris.serving.champion import ChampionWatcher, load_serving_model
 from solaris.store import FeatureStore, SqliteStoreConfig, open_store
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, VM_MODEL
+from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL
+
+from precompute_env import LEAD
+
+VM_MODEL = LEAD.registered_name
 
 DIM = 8
 
@@ -86,7 +90,7 @@ def test_a_mis_tagged_champion_is_refused_naming_both_versions_and_the_ranker_ke
     assert client.get_model_version(VM_MODEL, mis_tagged).tags["embedding_version"] == chain != other
 
     registry.set_alias(client, VM_MODEL, CHAMPION, good)
-    watcher = ChampionWatcher(client)
+    watcher = ChampionWatcher(client, LEAD.name)
     watcher.refresh(wait=True)
     serving = watcher.current
     assert serving is not None and serving.pinned.vm == good and watcher.last_error is None
@@ -113,4 +117,4 @@ def test_a_mis_tagged_champion_is_refused_naming_both_versions_and_the_ranker_ke
         ranker.close()
 
     with pytest.raises(VersionMismatch, match=f"expects embedding version {chain}, got embeddings of version {other}"):
-        load_serving_model(client, mis_tagged)
+        load_serving_model(client, LEAD.name, mis_tagged)

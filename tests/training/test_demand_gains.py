@@ -23,7 +23,7 @@ def rows(vm, n: int, rng: np.random.Generator, pair: bool, agg: bool) -> np.ndar
 
 
 def test_gains_follow_the_labels_the_pair_code_predicts(trained: tuple[object, object, TrainReport]) -> None:
-    vm = trained[2].vms["solaris"].model
+    vm = trained[2].vms["ctr"]["solaris"].model
     rng = np.random.default_rng(0)
     served = np.concatenate([rows(vm, 400, rng, True, True), rows(vm, 400, rng, True, False), rows(vm, 300, rng, False, True)])
     without = served.copy()

@@ -8,6 +8,7 @@ logged to this test's own MLflow store: a few seconds, no training.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import pickle
@@ -32,7 +33,11 @@ from solaris.models.features import IdTable
 from solaris.models.fm import FMConfig, FoundationModel
 from solaris.models.vm import VerticalModel, VMConfig
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, FM_MODEL, VM_MODEL
+from solaris.tracking.registry import AE_MODEL, FM_MODEL
+from solaris.vms import DEFAULT_VMS
+
+VM = DEFAULT_VMS[0].name
+VM_MODEL = DEFAULT_VMS[0].registered_name
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".joblib")
 
@@ -87,7 +92,7 @@ def example(model: nn.Module) -> np.ndarray:
 
 
 LOADERS: dict[str, Callable[[str], nn.Module]] = {
-    FM_MODEL: registry.load_fm, AE_MODEL: registry.load_ae, VM_MODEL: registry.load_vm,
+    FM_MODEL: registry.load_fm, AE_MODEL: registry.load_ae, VM_MODEL: functools.partial(registry.load_vm, VM),
 }
 
 
@@ -163,7 +168,7 @@ def test_a_version_without_model_files_is_refused_not_unpickled(client: MlflowCl
     client.create_registered_model(VM_MODEL)
     version = client.create_model_version(VM_MODEL, source=str(old)).version
     with pytest.raises(ValueError, match=f"{VM_MODEL} version {version} has no spec.json.*train it again"):
-        registry.load_vm(str(version))
+        registry.load_vm(VM, str(version))
     assert not marker.exists()
     assert pickles_in(old) == ["data/model.pth"]  # the check above sees such a file
 
