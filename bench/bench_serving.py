@@ -49,6 +49,7 @@ from solaris.serving import Ranker
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
 from solaris.serving.metrics import MULTIPROCESS_DIR_ENV, STORE_FAILURES
+from solaris.serving.servedlog import served_dir
 from solaris.enrichment.tiers import TIER_NAMES, served_inputs
 from solaris.store import FeatureStore, SqliteStoreConfig, TierBatchRead, open_store
 from solaris.store.codec import decode_exposure, decode_lists, storage_dtype, to_micros
@@ -60,6 +61,7 @@ STORE_TIMEOUT_S = ServiceConfig().store_timeout_ms / 1000
 TARGET_MS = {"sqlite": 5.0, "postgresql": 8.0}  # in-process read + score p99 (issue #6)
 HTTP_TARGET_MS, RATE, CLIENTS = 20.0, 200, 4
 FLOOR = "floor (numpy)"
+BENCH_VM = "bench"  # the name the bench's VM serves under (its metrics' vm label)
 # The default synthetic world's side features and their cardinalities (solaris.data.synthetic).
 USER_SIDE = {"u_country": 8, "u_age_bucket": 6, "u_device": 3}
 ITEM_SIDE = {"i_category": 20, "i_advertiser": 120, "i_price_bucket": 5}
@@ -81,7 +83,7 @@ def serving_model(version: str, n_users: int, seed: int = 0) -> ServingModel:
     users = side_table(n_users, "user_id", "u_", USER_SIDE, seed)
     items = side_table(ITEM_POOL, "item_id", "i_", ITEM_SIDE, seed + 1)
     vm = VerticalModel(config, users, items).eval()
-    return ServingModel(vm, PinnedVersions(fm="1", ae="1", vm="bench", embedding_version=version, vm_name="bench"))
+    return ServingModel(vm, PinnedVersions(fm="1", ae="1", vm="bench", embedding_version=version, vm_name=BENCH_VM))
 
 
 def fetch(backend: str, raw: str, sql: str) -> list[tuple]:
@@ -267,7 +269,7 @@ def http_app() -> FastAPI:
     config = ServiceConfig(served_log_dir=Path(os.environ[ENV_LOG]), torch_threads=int(os.environ[ENV_THREADS]))
     store = open_store(SqliteStoreConfig(Path(os.environ[ENV_STORE])))
     model = serving_model(os.environ[ENV_VERSION], int(os.environ[ENV_USERS]))
-    return create_app(build_service(store, model, config), config)
+    return create_app(build_service(store, {model.pinned.vm_name: model}, config), config)
 
 
 def free_port() -> int:
@@ -407,7 +409,7 @@ def bench_http(store_path: Path, version: str, data: Pairs, duration: float, wor
         after = scrape(base)
         sequential = hey(f"{base}/rank", 500, paths, clients=1, rate=None)
     counters = {k: v - before.get(k, 0.0) for k, v in after.items()}
-    logged = pads.dataset(served_log, format="parquet", partitioning="hive").count_rows()
+    logged = pads.dataset(served_dir(served_log, BENCH_VM), format="parquet", partitioning="hive").count_rows()
     return HttpResult(floor, rank, sequential, counters, logged)
 
 
@@ -477,8 +479,8 @@ def print_http(http: HttpResult, duration: float, workers: int) -> None:
     seq, c = http.sequential, http.counters
     print(f"/rank, one client back to back (service time, no queueing): p50 {ms(seq.latencies, 50).strip()}, "
           f"p99 {ms(seq.latencies, 99).strip()}, {seq.errors} errors")  # fmt: skip
-    failures = ", ".join(f"{k} {c.get(f'solaris_store_failures_total{{{k}}}', 0):.0f}" for k in STORE_FAILURES)
-    tiers = {t: c.get(f"solaris_rank_candidates_total{{{t}}}", 0.0) for t in TIER_NAMES}
+    failures = ", ".join(f"{k} {c.get(f'solaris_store_failures_total{{{BENCH_VM},{k}}}', 0):.0f}" for k in STORE_FAILURES)
+    tiers = {t: c.get(f"solaris_rank_candidates_total{{{BENCH_VM},{t}}}", 0.0) for t in TIER_NAMES}
     shares = ", ".join(f"{t} {v / max(sum(tiers.values()), 1):.0%}" for t, v in tiers.items())
     dropped = c.get("solaris_served_log_dropped_rows_total", 0)
     print(f"during /rank at {RATE}/s: store failures (served as tier none) {failures}; tiers {shares}; "

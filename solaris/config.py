@@ -41,6 +41,11 @@ class Settings:
     def world_dir(self, name: str | None = None) -> Path:
         return self.worlds_dir / (name or self.world)
 
+    @property
+    def served_root(self) -> Path:
+        """Features as served, one dataset per VM (``solaris.serving.servedlog.served_dir``)."""
+        return self.data_dir / "served"
+
     def vms(self) -> tuple[VMSpec, ...]:
         """The configured vertical models (:mod:`solaris.vms`); the first leads."""
         return load_vms(self.vms_file)

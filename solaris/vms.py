@@ -13,7 +13,9 @@ is configuration, not code::
     positions = [0, 2]
 
 The first VM listed leads: its champion pins the embedding version the hourly precompute writes and scores
-the verifier's candidates; every other VM's champion must read the same version. This module imports nothing
+the verifier's candidates, and it answers a ranker request that names no VM. Every other VM's champion reads
+the same version (the gate moves a new FM and AE for all VMs at once, or for none); one that reads another
+would find only that version's rows, which the precompute no longer writes. This module imports nothing
 heavy, so settings, the CLI and the DAG files can read it.
 """
 

@@ -11,7 +11,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-candidates", type=int, default=1000, help="most candidates one request may carry")
     serve.add_argument("--store-timeout-ms", type=float, default=50.0, help="slower store reads are served as tier none")
-    serve.add_argument("--poll-seconds", type=float, default=30.0, help="how often to check the lead VM's solaris-vm-<name>@champion")
+    serve.add_argument("--poll-seconds", type=float, default=30.0, help="how often to check each VM's solaris-vm-<name>@champion")
     serve.add_argument(
         "--max-body-bytes", type=int, default=1 << 20, help="larger request bodies are answered 413 unread (default 1 MiB)"
     )
@@ -42,7 +42,7 @@ def run_service(args: argparse.Namespace) -> int:
         store_timeout_ms=args.store_timeout_ms,
         poll_seconds=args.poll_seconds,
         max_body_bytes=args.max_body_bytes,
-        served_log_dir=None if args.no_served_log else settings.data_dir / "served",
+        served_log_dir=None if args.no_served_log else settings.served_root,
     )
     os.environ[CONFIG_ENV] = config.to_json()
     if args.workers > 1:  # the workers' metrics, merged by whichever answers /metrics; a fresh set per start

@@ -28,7 +28,7 @@ from solaris.models.splits import Span
 from solaris.models.vm import VerticalModel
 from solaris.serving import Ranker
 from solaris.serving.champion import ServingModel
-from solaris.serving.servedlog import ServedLog
+from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import open_configured_store
 
 
@@ -74,7 +74,7 @@ class Arms:
     def _run(self, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
         settings = self.settings_for(name)
         with open_configured_store(settings, init=True) as store:
-            ranker = Ranker(store, self.model, ServedLog(settings.data_dir / "served"))
+            ranker = Ranker(store, self.model, ServedLog(served_dir(settings.served_root, self.model.pinned.vm_name)))
             hours = hours_between(self.span.warm_start, self.span.end)
             run = loop.replay_hours(settings, hours, self.span.serve_from, params, ranker, name, self.progress)
             ranker.close()

@@ -36,7 +36,7 @@ from solaris.models.training import FitConfig
 from solaris.models.vm import VerticalModel
 from solaris.precompute.params import PrecomputeParams
 from solaris.serving import Ranker
-from solaris.serving.servedlog import ServedLog
+from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import open_configured_store
 from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
 
@@ -110,7 +110,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     chains = [first_chain(replay.settings, trained, spans.logging.start)]
     refreshes = refresh_hours(spans, config.fm_refresh, config.shadow_hours)
     with open_configured_store(replay.settings, init=True) as store:
-        ranker = Ranker(store, chains[0].serving, ServedLog(replay.settings.data_dir / "served"))
+        ranker = Ranker(store, chains[0].serving, ServedLog(served_dir(replay.settings.served_root, chains[0].serving.pinned.vm_name)))
         logged, shadow = [], None
         for span in _logging_segments(spans, refreshes, config.shadow_hours):
             if span.start in refreshes:  # the next version is written in shadow through this segment
@@ -128,7 +128,8 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     serving = chains[-1]
 
     def events(span: Span, settings: Settings, chain: Chain = serving) -> ServedEvents:
-        served, model = settings.data_dir / "served", chain.serving
+        model = chain.serving
+        served = served_dir(settings.served_root, model.pinned.vm_name)
         version, fm = model.pinned.embedding_version, chain.fm.model
         return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device)
 

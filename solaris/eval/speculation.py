@@ -20,6 +20,7 @@ from solaris.eval.figures import HourFigures, ModelScore, SpeculationPoint
 from solaris.training.demand import DemandDecision, train_demand_job
 from solaris.training.demand_fit import DemandPlan
 from solaris.training.demand_gains import served_gains
+from solaris.serving.servedlog import served_dir
 from solaris.tracking import registry
 
 SPECULATION_FRACTIONS = (0.1, 0.2, 0.4)  # the verifier's budgets; each also sets a budget arm's fm_budget
@@ -33,7 +34,7 @@ def train_arms_demand(
     version's features as served over at most the day before the warm-up."""
     until = arms.span.warm_start
     hours = min(GAIN_HOURS, int((until - served_since) / HOUR))
-    gains = served_gains(log, settings.data_dir / "served", arms.model.vm, until, hours) if hours > 0 else {}
+    gains = served_gains(log, served_dir(settings.served_root, arms.model.pinned.vm_name), arms.model.vm, until, hours) if hours > 0 else {}
     plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
     return train_demand_job(registry.connect(settings), settings, log, until, ttl_hours, plan, gains)
 

@@ -1,5 +1,9 @@
 """The ranker as an HTTP service (FastAPI): POST /rank, GET /healthz, /readyz, /metrics.
 
+One process serves every configured VM (:mod:`solaris.vms`): a request names its ``vm`` (default: the lead,
+the first configured), each VM follows its own ``@champion`` and logs its own features as served, and
+/metrics labels each series by VM. All of them read the one feature-store table.
+
 Limits are part of the schema, so a request outside them is a 422 naming the field, and the OpenAPI
 document says exactly what is accepted. A 422 echoes at most a short prefix of what was sent, readable as
 JSON whatever it was (NaN, 1e400, a lone surrogate); a body over ``max_body_bytes`` is a 413 before it is
@@ -13,7 +17,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -34,7 +38,7 @@ from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.guards import MAX_BODY_BYTES, BodyLimit, ResponseCounter, validation_failed
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.ranker import NotReady, Ranker
-from solaris.serving.servedlog import ServedLog
+from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import FeatureStore
 
 logger = logging.getLogger(__name__)
@@ -68,7 +72,7 @@ class ServiceConfig:
     max_candidates: int = 1000
     store_timeout_ms: float = 50.0
     poll_seconds: float = 30.0
-    served_log_dir: Path | None = None  # None: features as served are not logged
+    served_log_dir: Path | None = None  # one dataset per VM under it (servedlog.served_dir); None: not logged
     served_log_flush_rows: int = 100_000  # the served log writes a part file per this many rows (and at stop)
     torch_threads: int = 1
     max_body_bytes: int = MAX_BODY_BYTES  # larger request bodies are answered 413 unread
@@ -96,16 +100,21 @@ class ServiceConfig:
 
 class RankResponse(BaseModel):
     user_id: int
+    vm: str = Field(description="the VM that scored: the request's, or the lead")
     vm_version: str
     embedding_version: str
-    scores: list[float] = Field(description="click probability per item, in the request's order")
+    scores: list[float] = Field(description="the VM's label probability (click, conversion) per item, in the request's order")
     tiers: list[Literal["pair", "a2a", "agg", "knn", "none"]] = Field(description="the tier that fed each item")
     store: Literal["ok", "error", "timeout", "overloaded"]
 
 
-def rank_request_model(max_candidates: int) -> type[BaseModel]:
+def rank_request_model(max_candidates: int, vms: tuple[str, ...]) -> type[BaseModel]:
+    """The request schema of a service serving ``vms``: naming another VM is a 422 that lists these."""
+    served = Literal[vms]  # type: ignore[valid-type]
+
     class RankRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
+        vm: served | None = Field(None, description=f"the VM to score with (default: {vms[0]})")  # type: ignore[valid-type]
         user_id: Id
         items: list[Id] = Field(
             min_length=1, max_length=max_candidates, json_schema_extra={"uniqueItems": True}, description="candidate item ids"
@@ -130,45 +139,65 @@ def rank_request_model(max_candidates: int) -> type[BaseModel]:
 
 
 class Service:
-    """What the app holds while it runs: the ranker, the champion watcher and its poller."""
+    """What the app holds while it runs: a ranker per VM (the lead first), their champion watchers and one
+    poller that refreshes each."""
 
-    def __init__(self, ranker: Ranker, watcher: ChampionWatcher | None, poll_seconds: float) -> None:
-        self.ranker, self.watcher = ranker, watcher
+    def __init__(self, rankers: Mapping[str, Ranker], watchers: Mapping[str, ChampionWatcher], poll_seconds: float) -> None:
+        if not rankers:
+            raise ValueError("a service needs at least one VM to serve")
+        self.rankers, self.watchers = dict(rankers), dict(watchers)
+        self.metrics = next(iter(self.rankers.values())).metrics
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, args=(poll_seconds,), name="champion-poll", daemon=True)
 
+    @property
+    def vms(self) -> tuple[str, ...]:
+        return tuple(self.rankers)
+
+    def ranker(self, vm: str | None) -> Ranker:
+        return self.rankers[vm or self.vms[0]]
+
     def start(self) -> None:
-        if self.watcher is not None:
-            self.watcher.refresh(wait=True)
+        for watcher in self.watchers.values():
+            watcher.refresh(wait=True)
+        if self.watchers:
             self._poller.start()
 
     def _poll(self, seconds: float) -> None:
         while not self._stop.wait(seconds):
-            self.watcher.refresh()
+            for watcher in self.watchers.values():
+                watcher.refresh()
 
     def stop(self) -> None:
         self._stop.set()
-        self.ranker.close()
+        for ranker in self.rankers.values():
+            ranker.close()
 
 
-def build_service(store: FeatureStore, models: ChampionWatcher | ServingModel, config: ServiceConfig) -> Service:
-    """The service's parts. The VM runs on one torch thread: at 200 rows a second thread saves nothing and
-    costs tens of milliseconds at p99 when the cores are busy (bench_serving)."""
+def build_service(
+    store: FeatureStore, models: Mapping[str, ChampionWatcher | ServingModel], config: ServiceConfig
+) -> Service:
+    """The service's parts, one ranker per VM on the shared store and metrics. The VMs run on one torch thread:
+    at 200 rows a second thread saves nothing and costs tens of milliseconds at p99 when the cores are busy
+    (bench_serving)."""
     torch.set_num_threads(config.torch_threads)
-    metrics = RankerMetrics()
-    log = None
-    if config.served_log_dir is not None:
-        log = ServedLog(
-            config.served_log_dir,
-            flush_rows=config.served_log_flush_rows,
-            on_drop=lambda rows: metrics.served_log_dropped.inc(rows),
-            on_failure=lambda error: _served_log_failed(metrics, error),
-            child_process=True,
-        )
-    if isinstance(models, ChampionWatcher):
-        models.on_failure = lambda stage: metrics.champion_failures.labels(stage).inc()
-    ranker = Ranker(store, models, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
-    return Service(ranker, models if isinstance(models, ChampionWatcher) else None, config.poll_seconds)
+    metrics = RankerMetrics(tuple(models))
+    rankers = {}
+    for vm, source in models.items():
+        log = None
+        if config.served_log_dir is not None:
+            log = ServedLog(
+                served_dir(config.served_log_dir, vm),
+                flush_rows=config.served_log_flush_rows,
+                on_drop=lambda rows: metrics.served_log_dropped.inc(rows),
+                on_failure=lambda error: _served_log_failed(metrics, error),
+                child_process=True,
+            )
+        if isinstance(source, ChampionWatcher):
+            source.on_failure = lambda stage, vm=vm: metrics.champion_failures.labels(vm, stage).inc()
+        rankers[vm] = Ranker(store, source, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
+    watchers = {vm: source for vm, source in models.items() if isinstance(source, ChampionWatcher)}
+    return Service(rankers, watchers, config.poll_seconds)
 
 
 def _served_log_failed(metrics: RankerMetrics, error: str) -> None:
@@ -177,12 +206,13 @@ def _served_log_failed(metrics: RankerMetrics, error: str) -> None:
 
 
 def service_from_settings(settings: Settings, config: ServiceConfig) -> Service:
-    """The configured store and the lead VM's ``solaris-vm-<name>@champion``, followed as it moves."""
+    """The configured store and every configured VM's ``solaris-vm-<name>@champion``, each followed as it moves."""
     from solaris.store import open_configured_store
     from solaris.tracking import registry
 
-    watcher = ChampionWatcher(registry.connect(settings), settings.vms()[0].name)
-    return build_service(open_configured_store(settings), watcher, config)
+    client = registry.connect(settings)
+    watchers = {spec.name: ChampionWatcher(client, spec.name) for spec in settings.vms()}
+    return build_service(open_configured_store(settings), watchers, config)
 
 
 CONFIG_ENV = "SOLARIS_SERVE_CONFIG"
@@ -202,7 +232,7 @@ def app_from_env() -> FastAPI:
 def create_app(service: Service, config: ServiceConfig) -> FastAPI:
     # Evaluated annotations (no `from __future__ import annotations` here): FastAPI reads the endpoint's
     # parameter types at runtime, and this request model is built per app, with its limits.
-    RankRequest = rank_request_model(config.max_candidates)
+    RankRequest = rank_request_model(config.max_candidates, service.vms)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -216,8 +246,6 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
         lifespan=lifespan,
         exception_handlers={RequestValidationError: validation_failed},
     )
-    ranker = service.ranker
-
     # The answer is built as a RankResponse (the schema documents it) and sent as its JSON: FastAPI would
     # otherwise validate it a second time, ~10% of a request's interpreter time. The endpoint is async and
     # scores on the event loop (about a millisecond of VM): a sync endpoint would run on AnyIO's thread pool
@@ -229,18 +257,20 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
         responses={
             400: {"description": "a body that cannot be decoded: not UTF-8, or nested too deeply"},
             413: {"description": f"request body over {config.max_body_bytes} bytes"},
-            503: {"description": "no champion VM loaded yet"},
+            503: {"description": "the VM has no champion loaded yet"},
         },
     )
     async def rank(request: RankRequest) -> Response:  # type: ignore[valid-type]
         at = request.at or datetime.now(UTC)  # the HTTP edge is where "now" enters
         positions = None if request.positions is None else np.asarray(request.positions)
+        ranker = service.ranker(request.vm)
         try:
             served = await ranker.rank_async(request.user_id, np.asarray(request.items), at, positions, request.request_id)
         except NotReady as exc:
-            raise HTTPException(503, str(exc)) from None
+            raise HTTPException(503, f"VM {request.vm or service.vms[0]}: {exc}") from None
         answer = RankResponse(
             user_id=request.user_id,
+            vm=served.vm_name,
             vm_version=served.vm_version,
             embedding_version=served.embedding_version,
             scores=served.scores.tolist(),
@@ -253,27 +283,35 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", responses={503: {"description": "no champion VM loaded yet"}})
-    def readyz() -> dict[str, str]:
-        try:
-            model = ranker.model
-        except NotReady as exc:
-            detail = str(exc) if service.watcher is None or service.watcher.last_error is None else service.watcher.last_error
-            raise HTTPException(503, detail) from None
-        return {"status": "ready", "vm_version": model.pinned.vm, "embedding_version": model.pinned.embedding_version}
+    @app.get("/readyz", responses={503: {"description": "some VM has no champion loaded yet"}})
+    def readyz() -> dict[str, object]:
+        """Ready when every VM serves a champion; the lead's versions at the top level, every VM's under ``vms``."""
+        serving, waiting = {}, []
+        for vm, ranker in service.rankers.items():
+            try:
+                model = ranker.model
+            except NotReady as exc:
+                watcher = service.watchers.get(vm)
+                waiting.append(f"VM {vm}: {exc if watcher is None or watcher.last_error is None else watcher.last_error}")
+                continue
+            serving[vm] = {"vm_version": model.pinned.vm, "embedding_version": model.pinned.embedding_version}
+        if waiting:
+            raise HTTPException(503, "; ".join(waiting))
+        return {"status": "ready", **serving[service.vms[0]], "vms": serving}
 
     @app.get("/metrics", response_class=Response)
     def metrics() -> Response:
-        if ranker.served_log is not None:  # the writer's failures so far, even with no request since
-            ranker.served_log.poll()
-        try:
-            model = ranker.model
-            ranker.metrics.serving(model.pinned.vm, model.pinned.embedding_version)
-        except NotReady:
-            pass
-        return Response(ranker.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        for vm, ranker in service.rankers.items():
+            if ranker.served_log is not None:  # the writer's failures so far, even with no request since
+                ranker.served_log.poll()
+            try:
+                model = ranker.model
+                service.metrics.serving(vm, model.pinned.vm, model.pinned.embedding_version)
+            except NotReady:
+                pass
+        return Response(service.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     # The last added runs first: the counter sees the limit's 413s.
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
-    app.add_middleware(ResponseCounter, metrics=ranker.metrics, endpoints=frozenset(r.path for r in app.routes))
+    app.add_middleware(ResponseCounter, metrics=service.metrics, endpoints=frozenset(r.path for r in app.routes))
     return app

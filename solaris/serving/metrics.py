@@ -1,4 +1,7 @@
-"""The ranker's Prometheus metrics, in a registry of its own (one per ranker, so tests never share one).
+"""The ranker's Prometheus metrics, in a registry of its own (one per service, so tests never share one).
+
+Latency, tiers, store failures, champion refreshes and the model served are labelled by ``vm``, the VM's
+configured name (:mod:`solaris.vms`): one service serves every configured VM, and each is judged apart.
 
 With several server processes (``solaris serve --workers N``) each keeps its values in files under
 ``PROMETHEUS_MULTIPROC_DIR`` and any of them answers /metrics for all, as prometheus_client's
@@ -22,16 +25,19 @@ MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client w
 
 
 class RankerMetrics:
-    def __init__(self) -> None:
+    def __init__(self, vms: tuple[str, ...] = ()) -> None:
+        """``vms``: the VMs served, whose every series starts at 0 (others appear when first used)."""
         self.registry = CollectorRegistry()
         self.latency = Histogram(
-            "solaris_rank_seconds", "Ranker latency per request", ["stage"], buckets=LATENCY_BUCKETS, registry=self.registry
-        )
+            "solaris_rank_seconds", "Ranker latency per request, per VM and stage", ["vm", "stage"],
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )  # fmt: skip
         self.candidates = Counter(
-            "solaris_rank_candidates", "Candidates scored, by the tier that fed them", ["tier"], registry=self.registry
-        )
+            "solaris_rank_candidates", "Candidates scored, per VM and the tier that fed them", ["vm", "tier"],
+            registry=self.registry,
+        )  # fmt: skip
         self.store_failures = Counter(
-            "solaris_store_failures", "Store reads answered with tier none", ["kind"], registry=self.registry
+            "solaris_store_failures", "Store reads answered with tier none, per VM", ["vm", "kind"], registry=self.registry
         )
         self.served_log_dropped = Counter(
             "solaris_served_log_dropped_rows", "Served rows not logged (log queue full)", registry=self.registry
@@ -45,7 +51,7 @@ class RankerMetrics:
             "solaris_champion_refresh_failures",
             "Champion refreshes that failed, by stage: resolve (MLflow did not answer) or load (the new champion"
             " could not be loaded or cannot serve); the VM serving stays",
-            ["stage"],
+            ["vm", "stage"],
             registry=self.registry,
         )
         self.responses = Counter(
@@ -56,24 +62,25 @@ class RankerMetrics:
         )
         self.model = Gauge(
             "solaris_model_info",
-            "The VM being served (1; 0 for one served before)",
-            ["vm_version", "embedding_version"],
+            "The version each VM serves (1; 0 for one it served before)",
+            ["vm", "vm_version", "embedding_version"],
             registry=self.registry,
             multiprocess_mode="max",  # 1 while any worker still serves it
         )
-        self._serving: tuple[str, str] | None = None
-        for tier in TIER_NAMES:
-            self.candidates.labels(tier)
-        for kind in STORE_FAILURES:
-            self.store_failures.labels(kind)
-        for stage in CHAMPION_FAILURES:
-            self.champion_failures.labels(stage)
+        self._serving: dict[str, tuple[str, str]] = {}
+        for vm in vms:
+            for tier in TIER_NAMES:
+                self.candidates.labels(vm, tier)
+            for kind in STORE_FAILURES:
+                self.store_failures.labels(vm, kind)
+            for stage in CHAMPION_FAILURES:
+                self.champion_failures.labels(vm, stage)
 
-    def serving(self, vm_version: str, embedding_version: str) -> None:
-        if self._serving not in (None, (vm_version, embedding_version)):
-            self.model.labels(*self._serving).set(0)
-        self._serving = (vm_version, embedding_version)
-        self.model.labels(vm_version, embedding_version).set(1)
+    def serving(self, vm: str, vm_version: str, embedding_version: str) -> None:
+        if self._serving.get(vm, (vm_version, embedding_version)) != (vm_version, embedding_version):
+            self.model.labels(vm, *self._serving[vm]).set(0)
+        self._serving[vm] = (vm_version, embedding_version)
+        self.model.labels(vm, vm_version, embedding_version).set(1)
 
     def responded(self, endpoint: str, status: int) -> None:
         self.responses.labels(endpoint, str(status)).inc()

@@ -39,9 +39,10 @@ class NotReady(RuntimeError):
 class Served:
     """The answer for a batch of (user, item) pairs, row i answering pair i."""
 
-    scores: np.ndarray  # float32 click probabilities
+    scores: np.ndarray  # float32 probabilities of the VM's label (solaris.vms)
     tiers: np.ndarray  # int8 codes into TIER_NAMES
     inputs: np.ndarray  # the VM's input matrix, as served
+    vm_name: str
     vm_version: str
     embedding_version: str
     store_failure: str | None  # None, or why the store tiers were skipped
@@ -192,7 +193,8 @@ class Ranker:
             scores = model.vm(torch.from_numpy(inputs)).numpy()
         done = time.perf_counter()
         tiers = feeding_tier(read)
-        served = Served(scores, tiers, inputs, model.pinned.vm, version, failure, read_done - started, done - read_done)
+        pinned = model.pinned
+        served = Served(scores, tiers, inputs, pinned.vm_name, pinned.vm, version, failure, read_done - started, done - read_done)
         self._record(served, done - started)
         if self.served_log is not None:
             self.served_log.log(
@@ -201,15 +203,15 @@ class Ranker:
         return served
 
     def _record(self, served: Served, seconds: float) -> None:
-        m = self.metrics
-        m.latency.labels("total").observe(seconds)
-        m.latency.labels("store").observe(served.read_seconds)
-        m.latency.labels("model").observe(served.score_seconds)
+        m, vm = self.metrics, served.vm_name
+        m.latency.labels(vm, "total").observe(seconds)
+        m.latency.labels(vm, "store").observe(served.read_seconds)
+        m.latency.labels(vm, "model").observe(served.score_seconds)
         for name, count in tier_counts(served.tiers).items():
             if count:
-                m.candidates.labels(name).inc(count)
+                m.candidates.labels(vm, name).inc(count)
         if served.store_failure is not None:
-            m.store_failures.labels(served.store_failure).inc()
+            m.store_failures.labels(vm, served.store_failure).inc()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

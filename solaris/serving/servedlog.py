@@ -113,6 +113,11 @@ class ServedBatch:
         )  # fmt: skip
 
 
+def served_dir(root: Path, vm_name: str) -> Path:
+    """Where the features served to one VM are logged: each VM's own hour-partitioned dataset under ``root``."""
+    return root / vm_name
+
+
 def read_served(dataset_dir: Path, start: datetime, end: datetime, code_dim: int) -> pa.Table:
     return read_range(dataset_dir, start, end, served_schema(code_dim))
 

@@ -99,6 +99,7 @@ def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int)
     from solaris.data.eventlog import EventLog
     from solaris.training.demand_fit import DemandPlan
     from solaris.training.demand import train_demand_job
+    from solaris.serving.servedlog import served_dir
     from solaris.training.demand_gains import served_gains
 
     log = EventLog(settings.world_dir())
@@ -110,6 +111,6 @@ def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int)
     champion = registry.version_by_alias(client, lead.registered_name, registry.CHAMPION)
     if champion is not None:  # what a pair code gained the lead VM over the last day, per cohort
         served_vm = registry.load_vm(lead.name, str(champion.version))
-        gains = served_gains(log, settings.data_dir / "served", served_vm, until)
+        gains = served_gains(log, served_dir(settings.served_root, lead.name), served_vm, until)
     decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
     return {"demand_version": decision.version, "promoted": decision.promoted, "reason": decision.reason, "auc": decision.auc}

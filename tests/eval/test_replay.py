@@ -165,7 +165,7 @@ def test_a_refreshed_fm_serves_from_mid_replay_and_served_features_never_mix_ver
     assert len(set(versions)) == len(versions)
     state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"
     end = datetime.fromisoformat(report.spans["eval"].split("/")[1])
-    served = read_served(state / "main" / "var" / "served", logging_start, end, parse_embedding_version(versions[0]).dim)
+    served = read_served(state / "main" / "var" / "served" / LEAD.name, logging_start, end, parse_embedding_version(versions[0]).dim)
     # Each served row carries the version that served its hour, and only that one.
     serving = np.searchsorted([to_micros(s, "first_serving_hour") for s in starts], ts_micros(served["ts"]), side="right") - 1
     expected = np.array(versions)[serving]

@@ -30,7 +30,7 @@ def test_health_json(health_world: HealthWorld) -> None:
     # Every source answered, but the world's latest run failed: not ok (test_run_alerts.py covers the rest).
     assert response.status_code == 503 and not body["ok"]
     assert [(a["run_id"], a["status"]) for a in body["alerts"]] == [(run_key(11), "failed")]
-    assert body["champion"] == {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb}
+    assert body["champion"] == {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb, "vm_name": "ctr"}
     first = body["versions"][0]
     assert first["version"] == emb and first["champion"]
     pairs = first["tables"]["pair_embeddings"]

@@ -15,6 +15,7 @@ from tcp_proxy import TcpProxy
 from solaris.config import Settings
 from solaris.serving.champion import ServingModel, load_serving_model
 from solaris.serving import Ranker
+from solaris.serving.app import Service
 from solaris.store import FeatureStore, PostgresStoreConfig, open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
@@ -25,6 +26,11 @@ from precompute_env import LEAD
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 StoreFactory = Callable[[], FeatureStore]
 TTL = timedelta(hours=2)
+
+
+def one_vm(ranker: Ranker, poll_seconds: float = 30.0) -> Service:
+    """A service of one in-process ranker, serving the lead VM."""
+    return Service({LEAD.name: ranker}, {}, poll_seconds)
 
 
 @pytest.fixture(scope="session")

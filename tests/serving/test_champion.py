@@ -111,7 +111,8 @@ def test_requests_during_swaps_never_mix_a_vm_with_another_version(
 
 
 def refresh_failures(metrics: str, stage: str) -> float:
-    [line] = [ln for ln in metrics.splitlines() if ln.startswith(f'solaris_champion_refresh_failures_total{{stage="{stage}"}}')]
+    prefix = f'solaris_champion_refresh_failures_total{{stage="{stage}",vm="{LEAD.name}"}}'
+    [line] = [ln for ln in metrics.splitlines() if ln.startswith(prefix)]
     return float(line.split()[-1])
 
 
@@ -134,7 +135,7 @@ def test_mlflow_unreachable_keeps_the_vm_serving_counts_the_failure_and_recovers
     with mlflow_http_server(trained[0].mlflow_tracking_uri) as port:
         proxy = TcpProxy(port)
         url = f"http://127.0.0.1:{proxy.port}"
-        service = build_service(store, ChampionWatcher(MlflowClient(url, url), LEAD.name), config)
+        service = build_service(store, {LEAD.name: ChampionWatcher(MlflowClient(url, url), LEAD.name)}, config)
         try:
             with TestClient(create_app(service, config)) as client:  # starting loads @champion through the proxy
                 serving = client.post("/rank", json=request).json()["vm_version"]
@@ -142,19 +143,19 @@ def test_mlflow_unreachable_keeps_the_vm_serving_counts_the_failure_and_recovers
 
                 proxy.down()
                 moved = move_champion(trained, "solaris_distilled")
-                service.watcher.refresh(wait=True)
+                service.watchers[LEAD.name].refresh(wait=True)
                 cut = client.post("/rank", json=request)
                 metrics = client.get("/metrics").text
                 assert cut.status_code == 200 and cut.json()["vm_version"] == serving != moved
                 assert refresh_failures(metrics, "resolve") == 1 and refresh_failures(metrics, "load") == 0
-                assert f"resolving @{CHAMPION}" in (service.watcher.last_error or "")
+                assert f"resolving @{CHAMPION}" in (service.watchers[LEAD.name].last_error or "")
                 assert any(f"resolving @{CHAMPION}" in r.getMessage() for r in records)
                 assert client.get("/readyz").status_code == 200
 
                 proxy.up()
-                service.watcher.refresh(wait=True)
+                service.watchers[LEAD.name].refresh(wait=True)
                 assert client.post("/rank", json=request).json()["vm_version"] == moved
-                assert service.watcher.last_error is None
+                assert service.watchers[LEAD.name].last_error is None
                 assert refresh_failures(client.get("/metrics").text, "resolve") == 1
         finally:
             logging.getLogger("solaris.serving.champion").removeHandler(handler)

@@ -26,7 +26,7 @@ CANDIDATES = np.array([10, 11, 12])
 
 
 def failures(ranker: Ranker, kind: str) -> float:
-    return ranker.metrics.store_failures.labels(kind)._value.get()
+    return ranker.metrics.store_failures.labels("ctr", kind)._value.get()
 
 
 Rank = Callable[[int, np.ndarray], Served]

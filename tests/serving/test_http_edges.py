@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import T, lay_out
+from conftest import T, lay_out, one_vm
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from solaris.serving import Ranker
-from solaris.serving.app import Service, ServiceConfig, create_app
+from solaris.serving.app import ServiceConfig, create_app
 from solaris.serving.champion import ServingModel
 from solaris.store import SqliteStoreConfig, open_store
 
@@ -35,7 +35,7 @@ def ranker(tmp_path: Path, champion: ServingModel) -> Iterator[Ranker]:
 
 def client_for(ranker: Ranker, config: ServiceConfig = CONFIG) -> TestClient:
     """Server errors come back as the 500 a caller would see, not as the exception."""
-    return TestClient(create_app(Service(ranker, None, config.poll_seconds), config), raise_server_exceptions=False)
+    return TestClient(create_app(one_vm(ranker, config.poll_seconds), config), raise_server_exceptions=False)
 
 
 @pytest.fixture
@@ -179,7 +179,7 @@ def test_a_body_at_the_limit_is_parsed(ranker: Ranker) -> None:
 
 
 def test_a_declared_length_over_the_limit_is_refused_without_reading_the_body(ranker: Ranker) -> None:
-    app = create_app(Service(ranker, None, CONFIG.poll_seconds), CONFIG)
+    app = create_app(one_vm(ranker, CONFIG.poll_seconds), CONFIG)
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
         "path": "/rank", "raw_path": b"/rank", "query_string": b"", "root_path": "", "client": ("t", 1), "server": ("t", 80),
@@ -246,7 +246,7 @@ def test_metrics_count_responses_by_endpoint_and_status(ranker: Ranker, monkeypa
 
 
 def test_every_route_is_an_endpoint_label(ranker: Ranker) -> None:
-    app: FastAPI = create_app(Service(ranker, None, CONFIG.poll_seconds), CONFIG)
+    app: FastAPI = create_app(one_vm(ranker, CONFIG.poll_seconds), CONFIG)
     with TestClient(app) as client:
         client.get("/openapi.json")
         client.get("/readyz")

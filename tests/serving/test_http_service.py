@@ -11,13 +11,13 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
-from conftest import T, Layout, lay_out
+from conftest import T, Layout, lay_out, one_vm
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from tcp_proxy import TcpProxy
 
 from solaris.serving import Ranker
-from solaris.serving.app import Service, ServiceConfig, create_app
+from solaris.serving.app import ServiceConfig, create_app
 from solaris.serving.champion import ServingModel
 from solaris.store import SqliteStoreConfig, open_store
 
@@ -26,7 +26,7 @@ AT = T.isoformat()
 
 
 def client_for(ranker: Ranker) -> TestClient:
-    return TestClient(create_app(Service(ranker, None, CONFIG.poll_seconds), CONFIG))
+    return TestClient(create_app(one_vm(ranker, CONFIG.poll_seconds), CONFIG))
 
 
 @pytest.fixture
@@ -86,10 +86,11 @@ def test_probes_and_metrics(client: TestClient, champion: ServingModel) -> None:
     client.post("/rank", json={"user_id": 1, "items": [10, 11, 12], "at": AT})
     text = client.get("/metrics").text
 
-    assert 'solaris_rank_candidates_total{tier="pair"} 1.0' in text
-    assert 'solaris_rank_candidates_total{tier="agg"} 2.0' in text
-    assert 'solaris_rank_seconds_count{stage="total"} 1.0' in text
-    assert f'solaris_model_info{{embedding_version="{champion.pinned.embedding_version}",vm_version="{champion.pinned.vm}"}} 1.0' in text
+    assert 'solaris_rank_candidates_total{tier="pair",vm="ctr"} 1.0' in text
+    assert 'solaris_rank_candidates_total{tier="agg",vm="ctr"} 2.0' in text
+    assert 'solaris_rank_seconds_count{stage="total",vm="ctr"} 1.0' in text
+    model = f'embedding_version="{champion.pinned.embedding_version}",vm="ctr",vm_version="{champion.pinned.vm}"'
+    assert f"solaris_model_info{{{model}}} 1.0" in text
 
 
 def test_not_ready_without_a_champion(layout: Layout) -> None:
@@ -97,7 +98,7 @@ def test_not_ready_without_a_champion(layout: Layout) -> None:
 
     class NoChampion(ChampionWatcher):
         def __init__(self) -> None:
-            super().__init__(client=None)  # type: ignore[arg-type]
+            super().__init__(client=None, vm_name="ctr")  # type: ignore[arg-type]
 
     with client_for(Ranker(layout.store, NoChampion())) as client:
         assert client.get("/readyz").status_code == 503
@@ -116,7 +117,7 @@ def test_store_down_is_a_200_with_tier_none_then_recovers(proxied: tuple[Ranker,
 
     assert cut.status_code == 200 and cut.json()["tiers"] == ["none", "none"] and cut.json()["store"] == "error"
     assert back.json()["tiers"] == ["pair", "agg"] and back.json()["store"] == "ok"
-    assert 'solaris_store_failures_total{kind="error"} 1.0' in client.get("/metrics").text
+    assert 'solaris_store_failures_total{kind="error",vm="ctr"} 1.0' in client.get("/metrics").text
 
 
 def test_no_request_the_schema_allows_or_breaks_gets_a_5xx(tmp_path: Path, champion: ServingModel) -> None:
@@ -126,7 +127,7 @@ def test_no_request_the_schema_allows_or_breaks_gets_a_5xx(tmp_path: Path, champ
     positions as items) spans two fields, which JSON Schema cannot state (the 422 test above covers it); and
     negative-data rejection, as a "broken" integer that is a number such as 7.0 is still a JSON Schema integer."""
     layout = lay_out(open_store(SqliteStoreConfig(tmp_path / "store.db"), init=True), champion)
-    app = create_app(Service(Ranker(layout.store, champion, store_timeout_s=1.0), None, CONFIG.poll_seconds), CONFIG)
+    app = create_app(one_vm(Ranker(layout.store, champion, store_timeout_s=1.0), CONFIG.poll_seconds), CONFIG)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {(op.method.upper(), op.path) for op in operations} >= {("POST", "/rank"), ("GET", "/metrics")}

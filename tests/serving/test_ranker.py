@@ -129,7 +129,7 @@ def test_sqlite_reads_in_thread_and_is_interrupted_past_the_timeout_postgresql_r
     monkeypatch.setattr(sqlite_store, "PROGRESS_STEPS", 1)  # the test's query is short: check at every step
     late = ranker.rank(1, np.array([10, 11]), T)
     assert late.store_failure == "timeout" and late.tier_names() == ["none", "none"]
-    assert ranker.metrics.store_failures.labels("timeout")._value.get() == 1
+    assert ranker.metrics.store_failures.labels("ctr", "timeout")._value.get() == 1
     monkeypatch.undo()
     assert ranker.rank(1, np.array([10]), T).tier_names() == ["pair"]  # the next read is whole again
     awaited = asyncio.run(ranker.rank_async(1, np.array([10]), T))

@@ -27,7 +27,7 @@ from solaris.serving.champion import ChampionWatcher
 from solaris.store import SqliteStoreConfig, open_store
 
 
-def load(client, version):
+def load(client, vm_name, version):
     import mlflow.pytorch  # what registry.load_vm does first: the root logger goes to ERROR
 
     raise ValueError("the run has no embedding_version tag")
@@ -39,7 +39,7 @@ class Watcher(ChampionWatcher):
 
 
 store = open_store(SqliteStoreConfig(Path(sys.argv[1])), init=True)
-serving.service_from_settings = lambda settings, config: serving.build_service(store, Watcher(None, load), config)
+serving.service_from_settings = lambda settings, config: serving.build_service(store, {"ctr": Watcher(None, "ctr", load)}, config)
 with TestClient(serving.app_from_env()) as client:
     assert client.get("/readyz").status_code == 503
     print("answered", client.get("/readyz").json()["detail"])
@@ -56,7 +56,7 @@ def test_a_watcher_warning_reaches_stderr_after_mlflow_pytorch_is_imported(tmp_p
     )
 
     assert done.returncode == 0, done.stderr[-3000:]
-    warning = "loading solaris-vm version 1: the run has no embedding_version tag"
+    warning = "loading solaris-vm-ctr version 1: the run has no embedding_version tag"
     assert warning in done.stdout  # /readyz said why
     assert done.stderr.count(warning) == 1, done.stderr[-3000:]
     line = next(line for line in done.stderr.splitlines() if warning in line)

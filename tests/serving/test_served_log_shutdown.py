@@ -27,7 +27,7 @@ from solaris.config import Settings
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
 from solaris.models.features import VM_BASE_COLUMNS, TIERS
-from solaris.serving.servedlog import ServedBatch, ServedLog, read_served
+from solaris.serving.servedlog import ServedBatch, ServedLog, read_served, served_dir
 from solaris.training.jobs import TrainReport, World
 
 EXIT_S = 30.0
@@ -98,7 +98,8 @@ def test_sigterm_to_the_group_mid_load_keeps_every_answered_row_and_exits_prompt
             pass
         server.wait(timeout=10)
     assert set(statuses) == {200}, statuses
-    rows = read_served(settings.data_dir / "served", T - timedelta(hours=1), T + timedelta(hours=1), champion.code_dim)
+    lead_dir = served_dir(settings.served_root, champion.pinned.vm_name)  # the requests named no VM: the lead's
+    rows = read_served(lead_dir, T - timedelta(hours=1), T + timedelta(hours=1), champion.code_dim)
     per_request = Counter(rows["request_id"].to_pylist())
     assert not [r for r in answered if per_request[r] != 3], "an answered request's rows are missing"
     assert set(per_request.values()) == {3}, "a request's rows were written twice"
@@ -181,7 +182,7 @@ def test_a_failed_write_shows_in_metrics_while_serving(layout: Layout, champion:
     blocked = tmp_path / "served"
     blocked.write_text("a file where the log's folder should be")
     config = ServiceConfig(poll_seconds=3600, served_log_dir=blocked, served_log_flush_rows=1)  # every batch a write
-    service = build_service(layout.store, champion, config)
+    service = build_service(layout.store, {"ctr": champion}, config)
     with TestClient(create_app(service, config)) as client:
         assert failures(client.get("/metrics").text) == 0
         assert client.post("/rank", json={"user_id": 1, "items": [10, 11], "at": T.isoformat()}).status_code == 200
@@ -189,8 +190,8 @@ def test_a_failed_write_shows_in_metrics_while_serving(layout: Layout, champion:
         while (seen := failures(client.get("/metrics").text)) == 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert seen == 1
-        log = service.ranker.served_log
-        service.ranker.served_log = None  # the lifespan's close would raise the reported failure again
+        log = service.rankers["ctr"].served_log
+        service.rankers["ctr"].served_log = None  # the lifespan's close would raise the reported failure again
     try:
         log.close()
     except Exception:
