@@ -79,12 +79,12 @@ def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int
 
     try:  # none of these reaches a server yet: what fails here is the configuration (a variable, a conn id)
         current = settings()
-        lead = current.vms()[0].name
+        vms = [spec.name for spec in current.vms()]
         client = registry.connect(current)
         store = open_configured_store(current)
     except Exception as exc:
         return HealthReport.unavailable(t, problem("configuration", exc))
     down = mlflow_unreachable(current.mlflow_tracking_uri)
     with store:
-        report = build_report(store, None if down else client, t, vm_name=lead, n_runs=runs, hours=hours)
+        report = build_report(store, None if down else client, t, vms=vms, n_runs=runs, hours=hours)
     return replace(report, problems=[Problem(MLFLOW, down), *report.problems]) if down else report

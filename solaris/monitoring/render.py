@@ -31,6 +31,7 @@ def report_json(report: HealthReport) -> dict[str, Any]:
         "alerts": [asdict(a) for a in report.alerts],
         "champion": asdict(report.champion) if report.champion else None,
         "champion_note": report.champion_note,
+        "vms": [{"vm": c.vm, "champion": asdict(c.chain) if c.chain else None, "note": c.note} for c in report.vms],
         "versions": [_version(v) for v in report.versions],
         "runs": [_run(r) for r in report.runs],
         "coverage": [_point(p) for p in report.coverage],

@@ -86,15 +86,25 @@ class CoveragePoint:
 
 
 @dataclass(frozen=True)
+class VMChampion:
+    """One configured VM's champion chain, or why it has none."""
+
+    vm: str
+    chain: PinnedVersions | None
+    note: str | None
+
+
+@dataclass(frozen=True)
 class HealthReport:
     at: datetime
-    champion: PinnedVersions | None
+    champion: PinnedVersions | None  # the lead VM's: its embedding version is the one precomputed
     champion_note: str | None
     versions: list[VersionHealth]
     runs: list[RunHealth]
     coverage: list[CoveragePoint]
     problems: list[Problem] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
+    vms: list[VMChampion] = field(default_factory=list)  # every configured VM, the lead first
 
     @property
     def ok(self) -> bool:
@@ -112,7 +122,7 @@ def build_report(
     client: MlflowClient | None,
     t: datetime,
     *,
-    vm_name: str,
+    vms: Sequence[str],
     n_runs: int = 24,
     hours: int = 24,
     stale_after: timedelta = STALE_AFTER,
@@ -125,9 +135,10 @@ def build_report(
     if n_runs < 1 or hours < 1:
         raise ValueError(f"n_runs={n_runs}, hours={hours}: both must be at least 1")
     problems: list[Problem] = []
-    champion, note = None, None
+    champions = []
     if client is not None:
-        champion, note = _guard(problems, MLFLOW, lambda: _champion(client, vm_name), (None, None))
+        champions = _guard(problems, MLFLOW, lambda: [VMChampion(vm, *_champion(client, vm)) for vm in vms], [])
+    champion, note = (champions[0].chain, champions[0].note) if champions else (None, None)
     records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), [])
     figures = {}
     if client is not None and records:
@@ -137,7 +148,8 @@ def build_report(
     stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {})
     versions = [VersionHealth(v, champion is not None and v == champion.embedding_version, stats[v]) for v in stats]
     coverage = coverage_by_hour(runs, t, hours)
-    return HealthReport(t, champion, note, versions, runs, coverage, problems, run_alerts(runs, t, stale_after))
+    alerts = run_alerts(runs, t, stale_after)
+    return HealthReport(t, champion, note, versions, runs, coverage, problems, alerts, champions)
 
 
 def is_stale(record: RunRecord, t: datetime, stale_after: timedelta) -> bool:

@@ -13,6 +13,7 @@ Unknown users and items are valid: they take the cold path (the VM's learned def
 failure is never an error for the caller: the answer comes with tier none and ``store`` saying why.
 """
 
+import functools
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ from solaris.serving.guards import MAX_BODY_BYTES, BodyLimit, ResponseCounter, v
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.ranker import NotReady, Ranker
 from solaris.serving.servedlog import ServedLog, served_dir
-from solaris.store import FeatureStore
+from solaris.store import FeatureStore, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -195,9 +196,23 @@ def build_service(
             )
         if isinstance(source, ChampionWatcher):
             source.on_failure = lambda stage, vm=vm: metrics.champion_failures.labels(vm, stage).inc()
+            source.check = functools.partial(_held_by, store)
         rankers[vm] = Ranker(store, source, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
     watchers = {vm: source for vm, source in models.items() if isinstance(source, ChampionWatcher)}
     return Service(rankers, watchers, config.poll_seconds)
+
+
+def _held_by(store: FeatureStore, model: ServingModel) -> None:
+    """Refuse a VM whose embedding version the store does not hold: it would be served tier none for ever."""
+    version = model.pinned.embedding_version
+    try:
+        store.get_embedding_version(version)
+    except StoreError as exc:
+        raise ValueError(
+            f"{model.pinned.vm_model} version {model.pinned.vm} reads embedding version {version}, which the feature"
+            f" store does not hold ({exc}): train it on the champion FM and AE (solaris train vm --vm"
+            f" {model.pinned.vm_name})"
+        ) from None
 
 
 def _served_log_failed(metrics: RankerMetrics, error: str) -> None:

@@ -67,9 +67,13 @@ class ChampionWatcher:
         vm_name: str,
         load: Callable[[MlflowClient, str, str], ServingModel] = load_serving_model,
         on_failure: Callable[[str], None] | None = None,
+        check: Callable[[ServingModel], None] | None = None,
     ):
+        """``check`` raises for a loaded model this service cannot serve (its embedding version is not the
+        store's): it is refused like a model that failed to load."""
         self._client = client
         self.vm_name = vm_name
+        self.check = check
         self._model_name = registered_name(vm_name)
         self._load = load
         self._current: ServingModel | None = None
@@ -116,6 +120,8 @@ class ChampionWatcher:
     def _swap_to(self, version: str) -> None:
         try:
             model = self._load(self._client, self.vm_name, version)
+            if self.check is not None:
+                self.check(model)
             self._current = model
             self.last_error = None
             log.info("serving %s version %s (embedding version %s)", self._model_name, version, model.pinned.embedding_version)

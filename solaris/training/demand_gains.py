@@ -5,10 +5,14 @@ the same row with the pair code taken away (its block zeroed, its flag 0: exactl
 pair tier misses), the lower tiers left as they were. The mean difference per cohort (the user had an
 aggregate or not) is the pair code's expected gain there: one model, the same rows, no confounding by which
 pairs happened to be precomputed.
+
+One table serves every VM, so a pair code is worth what it gains all of them: :func:`consumers_gains` sums
+each cohort's gain over the VMs that measured one (each on its own label, in the same unit, nats per row).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -24,12 +28,12 @@ EPS = 1e-7
 MIN_ROWS = 200  # fewer pair-fed rows in a cohort than this: its gain is not estimated (the other's is used)
 
 
-def _log_loss(click: np.ndarray, p: np.ndarray) -> np.ndarray:
+def _log_loss(label: np.ndarray, p: np.ndarray) -> np.ndarray:
     p = np.clip(p, EPS, 1 - EPS)
-    return -(click * np.log(p) + (1 - click) * np.log(1 - p))
+    return -(label * np.log(p) + (1 - label) * np.log(1 - p))
 
 
-def cohort_gains(vm: VerticalModel, served: np.ndarray, click: np.ndarray) -> dict[str, float]:
+def cohort_gains(vm: VerticalModel, served: np.ndarray, label: np.ndarray) -> dict[str, float]:
     """Mean log-loss gain of the pair code per cohort (keys of :data:`COHORTS`), floored at a small positive
     value so that a cohort is never worth nothing; ``{}`` when no cohort has enough pair-fed rows."""
     dim = vm.config.code_dim
@@ -37,7 +41,7 @@ def cohort_gains(vm: VerticalModel, served: np.ndarray, click: np.ndarray) -> di
     fed = served[:, pair.stop - 1] > 0
     without = served[fed].copy()
     without[:, pair] = 0.0
-    gain = _log_loss(click[fed], score(vm, without)) - _log_loss(click[fed], score(vm, served[fed]))
+    gain = _log_loss(label[fed], score(vm, without)) - _log_loss(label[fed], score(vm, served[fed]))
     has_aggregate = served[fed, agg.stop - 1] > 0
     found = {}
     for cohort, rows in zip(COHORTS, (has_aggregate, ~has_aggregate), strict=True):
@@ -49,14 +53,24 @@ def cohort_gains(vm: VerticalModel, served: np.ndarray, click: np.ndarray) -> di
 
 
 def served_gains(
-    log: EventLog, served_dir: Path, vm: VerticalModel, until: datetime, hours: int = 24
+    log: EventLog, served_dir: Path, vm: VerticalModel, until: datetime, hours: int = 24, label: str = "click"
 ) -> dict[str, float]:
     """:func:`cohort_gains` on the features served in the ``hours`` before ``until`` with ``vm``'s embedding
-    version (impressions without a served row are left out); ``{}`` when nothing was served."""
+    version, against the impressions' ``label`` (the VM's, :mod:`solaris.vms`); impressions without a served
+    row are left out; ``{}`` when nothing was served."""
     span = Span(until - timedelta(hours=hours), until)
     if not Path(served_dir).is_dir():
         return {}
     shown, served = joined(log, span, served_dir, vm.config.embedding_version, vm.config.code_dim, every_impression=False)
     if not shown.num_rows:
         return {}
-    return cohort_gains(vm, served_matrix(shown, served), shown["click"].to_numpy().astype(np.float32))
+    return cohort_gains(vm, served_matrix(shown, served), shown[label].to_numpy().astype(np.float32))
+
+
+def consumers_gains(per_vm: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Each cohort's gain summed over the VMs that measured it; ``{}`` when none did."""
+    summed: dict[str, float] = {}
+    for gains in per_vm.values():
+        for cohort, gain in gains.items():
+            summed[cohort] = summed.get(cohort, 0.0) + gain
+    return summed

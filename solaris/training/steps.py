@@ -95,22 +95,24 @@ def gate(settings: Settings, chosen: TrainPlan, vms: list[dict[str, Any]]) -> di
 
 def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int) -> dict[str, Any]:
     """The demand model on the request log's hours before ``until`` (the run's logical time, at most the
-    log's end), with per-cohort gains from the last day's features as served, promoted on its own gate."""
+    log's end), with per-cohort gains from the last day's features as served to every VM with a champion
+    (summed: the table serves them all), promoted on its own gate."""
     from solaris.data.eventlog import EventLog
     from solaris.training.demand_fit import DemandPlan
     from solaris.training.demand import train_demand_job
     from solaris.serving.servedlog import served_dir
-    from solaris.training.demand_gains import served_gains
+    from solaris.training.demand_gains import consumers_gains, served_gains
 
     log = EventLog(settings.world_dir())
     until = min(until, log.end)
     plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
     client = registry.connect(settings)
-    gains = {}
-    lead = settings.vms()[0]
-    champion = registry.version_by_alias(client, lead.registered_name, registry.CHAMPION)
-    if champion is not None:  # what a pair code gained the lead VM over the last day, per cohort
-        served_vm = registry.load_vm(lead.name, str(champion.version))
-        gains = served_gains(log, served_dir(settings.served_root, lead.name), served_vm, until)
+    per_vm = {}
+    for spec in settings.vms():  # what a pair code gained each VM over the last day, per cohort
+        champion = registry.version_by_alias(client, spec.registered_name, registry.CHAMPION)
+        if champion is not None:
+            served_vm = registry.load_vm(spec.name, str(champion.version))
+            per_vm[spec.name] = served_gains(log, served_dir(settings.served_root, spec.name), served_vm, until, label=spec.label)
+    gains = consumers_gains(per_vm)
     decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
     return {"demand_version": decision.version, "promoted": decision.promoted, "reason": decision.reason, "auc": decision.auc}

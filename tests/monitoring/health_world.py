@@ -21,6 +21,8 @@ from solaris.tracking import registry
 from solaris.embedding_version import embedding_version
 from solaris.vms import DEFAULT_VMS
 
+VMS = [spec.name for spec in DEFAULT_VMS]
+
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 DIM = 8
@@ -126,7 +128,8 @@ def register_champion(client: MlflowClient) -> str:
     fm = _register(client, registry.FM_MODEL, {"role": "fm"})
     ae = _register(client, registry.AE_MODEL, {"role": "ae", "fm_version": fm})
     emb = embedding_version(fm, ae, DIM)
-    _register(client, DEFAULT_VMS[0].registered_name, {"role": "vm", "embedding_version": emb})
+    for spec in DEFAULT_VMS:  # every configured VM reads the one table
+        _register(client, spec.registered_name, {"role": "vm", "embedding_version": emb})
     return emb
 
 

@@ -31,6 +31,8 @@ def test_health_json(health_world: HealthWorld) -> None:
     assert response.status_code == 503 and not body["ok"]
     assert [(a["run_id"], a["status"]) for a in body["alerts"]] == [(run_key(11), "failed")]
     assert body["champion"] == {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb, "vm_name": "ctr"}
+    chains = {v["vm"]: v["champion"] for v in body["vms"]}  # every configured VM, its own chain
+    assert chains == {vm: {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb, "vm_name": vm} for vm in ("ctr", "cvr")}
     first = body["versions"][0]
     assert first["version"] == emb and first["champion"]
     pairs = first["tables"]["pair_embeddings"]
@@ -59,6 +61,7 @@ def test_page_renders_the_figures(health_world: HealthWorld) -> None:
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
     page = response.text
     assert f'data-version="{health_world.champion_version}"' in page and "(champion)" in page
+    assert '<tr data-vm="ctr"><td>ctr (lead)</td><td>solaris-vm-ctr</td>' in page and '<tr data-vm="cvr">' in page
     assert all(f'data-run="{key}"' in page for key in health_world.run_keys_newest_first)
     assert '<polyline class="tier-any"' in page
 

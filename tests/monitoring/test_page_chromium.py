@@ -120,7 +120,9 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
 
     assert f"precompute run failed:</strong> the latest precompute run {run_key(11)} failed" in text
     champion = {name: version for name, version in page.cells(table={"id": "champion"})}
-    assert champion["embedding version"] == emb and champion["VM (solaris-vm)"] == "1"
+    assert champion["embedding version"] == emb and champion["FM (solaris-fm)"] == "1"
+    vms = [page.cells(table={"id": "vms"}, row={"data-vm": vm}) for vm in ("ctr", "cvr")]
+    assert vms == [[["ctr (lead)", "solaris-vm-ctr", "1", "1", "1", emb]], [["cvr", "solaris-vm-cvr", "1", "1", "1", emb]]]
     [pairs] = page.cells(table={"data-version": emb}, row={"data-table": "pair_embeddings"})
     fresh = sum(b.n for b in PAIR_BATCHES if b.expires_at > T)
     assert pairs[:3] == ["pair_embeddings", str(sum(b.n for b in PAIR_BATCHES)), str(fresh)]

@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from health_world import HOUR, PAIR_BATCHES, T, HealthWorld, closed_port, register_champion, run_key
+from health_world import HOUR, PAIR_BATCHES, VMS, T, HealthWorld, closed_port, register_champion, run_key
 from mlflow import MlflowClient
 from precompute_env import LEAD, precompute_settings
 
@@ -22,7 +22,7 @@ from solaris.training.jobs import TrainReport, World
 
 def _report(world: HealthWorld, **kwargs: int) -> HealthReport:
     with open_store(world.settings.store_url) as store:
-        return build_report(store, registry.connect(world.settings), T, vm_name=LEAD.name, **kwargs)
+        return build_report(store, registry.connect(world.settings), T, vms=VMS, **kwargs)
 
 
 def test_table_figures_match_what_was_written(health_world: HealthWorld) -> None:
@@ -42,7 +42,7 @@ def test_table_figures_match_what_was_written(health_world: HealthWorld) -> None
 
 def test_a_later_time_sees_the_same_rows_less_fresh(health_world: HealthWorld) -> None:
     with open_store(health_world.settings.store_url) as store:
-        later = build_report(store, registry.connect(health_world.settings), T + HOUR, vm_name=LEAD.name)
+        later = build_report(store, registry.connect(health_world.settings), T + HOUR, vms=VMS)
 
     pairs = later.versions[0].tables["pair_embeddings"]
     assert pairs.rows == sum(b.n for b in PAIR_BATCHES)
@@ -94,7 +94,7 @@ def test_coverage_by_hour_is_the_hour_before_each_run(health_world: HealthWorld)
 def test_an_unreachable_store_is_a_problem_not_an_error(health_world: HealthWorld) -> None:
     register_champion(registry.connect(health_world.settings))
     with open_store("postgresql+psycopg://postgres@127.0.0.1:9/none") as store:
-        report = build_report(store, registry.connect(health_world.settings), T, vm_name=LEAD.name)
+        report = build_report(store, registry.connect(health_world.settings), T, vms=VMS)
 
     assert {p.source for p in report.problems} == {STORE}
     assert "OperationalError" in report.problems[0].message
@@ -103,7 +103,7 @@ def test_an_unreachable_store_is_a_problem_not_an_error(health_world: HealthWorl
 
 def test_without_mlflow_the_store_figures_remain(health_world: HealthWorld) -> None:
     with open_store(health_world.settings.store_url) as store:
-        report = build_report(store, None, T, vm_name=LEAD.name)
+        report = build_report(store, None, T, vms=VMS)
 
     assert report.champion is None and report.champion_note is None
     assert [r.figures for r in report.runs] == [{}, {}, {}] and report.coverage == []
@@ -114,7 +114,7 @@ def test_without_mlflow_the_store_figures_remain(health_world: HealthWorld) -> N
 def test_a_failing_mlflow_read_is_a_problem(health_world: HealthWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # else the client retries for minutes
     with open_store(health_world.settings.store_url) as store:
-        report = build_report(store, MlflowClient(f"http://127.0.0.1:{closed_port()}"), T, vm_name=LEAD.name)
+        report = build_report(store, MlflowClient(f"http://127.0.0.1:{closed_port()}"), T, vms=VMS)
 
     assert report.problems and {p.source for p in report.problems} == {MLFLOW}
     assert "MlflowException" in report.problems[0].message
@@ -129,7 +129,7 @@ def test_bad_bounds_name_the_problem(health_world: HealthWorld, kwargs: dict[str
 
 def test_coverage_window_ends_before_t(health_world: HealthWorld) -> None:
     with open_store(health_world.settings.store_url) as store:
-        report = build_report(store, registry.connect(health_world.settings), T.replace(hour=9), vm_name=LEAD.name, hours=2)
+        report = build_report(store, registry.connect(health_world.settings), T.replace(hour=9), vms=VMS, hours=2)
 
     assert [p.hour for p in report.coverage] == [T.replace(hour=8)]  # 09:00 itself is not before t
 
@@ -143,7 +143,7 @@ def test_report_of_real_precompute_runs(trained: tuple[Settings, World, TrainRep
     t = first + 2 * HOUR
 
     with open_store(settings.store_url) as store:
-        report = build_report(store, registry.connect(settings), t, vm_name=LEAD.name)
+        report = build_report(store, registry.connect(settings), t, vms=VMS)
         stats = store.stats(report.champion.embedding_version, t)
 
     pinned = registry.resolve_champions(registry.connect(settings), LEAD.name)

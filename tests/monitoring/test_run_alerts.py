@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 from health_world import HOUR, T, HealthWorld, add_run, run_key
-from precompute_env import LEAD
+from health_world import VMS
 
 from solaris.config import Settings
 from solaris.monitoring.app import create_app
@@ -78,10 +78,10 @@ def test_stale_starts_after_the_threshold(health_world: HealthWorld) -> None:
     add_run(health_world.settings, 12, "running", started_at=T)
     client = registry.connect(health_world.settings)
     with open_store(health_world.settings.store_url) as store:
-        at_limit = build_report(store, client, T + STALE_AFTER, vm_name=LEAD.name)
-        past_it = build_report(store, client, T + STALE_AFTER + MICROSECOND, vm_name=LEAD.name)
-        shorter = build_report(store, client, T + 2 * HOUR, vm_name=LEAD.name, stale_after=HOUR)
-        before_start = build_report(store, client, T - HOUR, vm_name=LEAD.name)  # a report of the past: the run has not started
+        at_limit = build_report(store, client, T + STALE_AFTER, vms=VMS)
+        past_it = build_report(store, client, T + STALE_AFTER + MICROSECOND, vms=VMS)
+        shorter = build_report(store, client, T + 2 * HOUR, vms=VMS, stale_after=HOUR)
+        before_start = build_report(store, client, T - HOUR, vms=VMS)  # a report of the past: the run has not started
 
     assert STALE_AFTER >= 2 * HOUR  # far longer than an hourly run may take
     assert not at_limit.runs[0].stale and at_limit.alerts == [] and at_limit.ok

@@ -3,7 +3,7 @@ its VM (an unknown name is a 422 listing the served ones), and /metrics counts e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -14,6 +14,7 @@ from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ChampionWatcher
+from solaris.store import FeatureStore
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION
 from solaris.training.jobs import TrainReport, World
@@ -94,3 +95,21 @@ def test_moving_one_vms_champion_swaps_it_alone(
     metrics = client.get("/metrics").text
     assert f'vm="cvr",vm_version="{moved}"}} 1.0' in metrics and f'vm="cvr",vm_version="{before["cvr"]}"}} 0.0' in metrics
     assert f'vm="ctr",vm_version="{before["ctr"]}"}} 1.0' in metrics
+
+
+def test_a_vm_reading_an_embedding_version_the_store_lacks_is_refused_by_name(
+    make_store: Callable[[], FeatureStore], registry_client: MlflowClient
+) -> None:
+    """A store that holds no embedding version (nothing precomputed for the champions' FM and AE): each VM is
+    refused, naming its version and the one it reads, and counted as a failed load."""
+    watchers = {spec.name: ChampionWatcher(registry_client, spec.name) for spec in DEFAULT_VMS}
+    with TestClient(create_app(build_service(make_store(), watchers, CONFIG), CONFIG)) as client:
+        ready = client.get("/readyz")
+        metrics = client.get("/metrics").text
+
+    assert ready.status_code == 503
+    for spec in DEFAULT_VMS:
+        champion = registry.resolve_champions(registry_client, spec.name)
+        refused = f"{spec.registered_name} version {champion.vm} reads embedding version {champion.embedding_version}"
+        assert f"VM {spec.name}: loading {spec.registered_name} version {champion.vm}: {refused}" in ready.json()["detail"]
+        assert f'solaris_champion_refresh_failures_total{{stage="load",vm="{spec.name}"}} 1.0' in metrics

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from solaris.models.vm import score
 from solaris.models.vm import tier_columns
-from solaris.training.demand_gains import MIN_ROWS, cohort_gains
+from solaris.training.demand_gains import MIN_ROWS, cohort_gains, consumers_gains
 from solaris.training.jobs import TrainReport
 
 
@@ -36,3 +37,11 @@ def test_gains_follow_the_labels_the_pair_code_predicts(trained: tuple[object, o
     assert max(flipped.values()) == 1e-4
     assert cohort_gains(vm, served[800:], click[800:]) == {}  # no pair-fed rows: nothing to estimate
     assert MIN_ROWS <= 400
+
+
+def test_a_pair_code_is_worth_what_it_gains_every_vm_it_serves() -> None:
+    per_vm = {"ctr": {"aggregate": 0.02, "no_aggregate": 0.05}, "cvr": {"aggregate": 0.001, "no_aggregate": 0.004}}
+    summed = consumers_gains(per_vm)
+    assert summed == pytest.approx({"aggregate": 0.021, "no_aggregate": 0.054})
+    assert consumers_gains({"ctr": {}, "cvr": per_vm["cvr"]}) == per_vm["cvr"]  # a VM not served yet adds nothing
+    assert consumers_gains({}) == {}
