@@ -77,7 +77,7 @@ def raw_vs_code(world: World, fit: FitConfig) -> list[tuple[str, float, float]]:
         data = vm_data(world, teacher)
         config = VMConfig(variant="solaris", code_dim=dim, coverage=1.0)
         vm, _ = train_vm(data["vm_train"], data["valid"], world.users, world.items, config, fit)
-        found = metrics.summary(data["eval"].click, score(vm, data["eval"].matrix(vm.config)))
+        found = metrics.summary(data["eval"].label, score(vm, data["eval"].matrix(vm.config)))
         rows.append((f"VM solaris fed {name}: eval NE / AUC", found["ne"], found["auc"]))
     return rows
 

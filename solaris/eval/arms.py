@@ -54,9 +54,9 @@ class Arms:
     span: ArmSpan
     model: ServingModel
     refreshed: dict[str, VerticalModel]
-    main_events: ServedEvents  # the main run's events of the served hours
+    main_events: ServedEvents  # the main run's events of the served hours (the lead VM's)
     settings_for: Callable[[str], Settings]  # a fresh store and data folder per arm name
-    events: Callable[[Span, Settings], ServedEvents]
+    events: Callable[[Span, Settings], ServedEvents]  # the lead VM's
     seed: int
     progress: bool
     # Arms already run, by their parameters: the selector comparison's verifier arms are sweep points, and an
@@ -80,14 +80,14 @@ class Arms:
             ranker.close()
         arm = self.events(Span(self.span.serve_from, self.span.end), settings)
         same = self.main_events
-        if not (np.array_equal(arm.requests, same.requests) and np.array_equal(arm.click, same.click)):
+        if not (np.array_equal(arm.requests, same.requests) and np.array_equal(arm.label, same.label)):
             raise ValueError(f"arm {name} served other events than the main run's same hours")
         probs = {
-            FM: same.fm_click,
+            FM: same.fm_prob,
             VM_BASE: predict(variant(VM_BASE), self.refreshed[VM_BASE], same),
             SWEEP_VARIANT: predict(variant(SWEEP_VARIANT), self.refreshed[SWEEP_VARIANT], arm),
         }
-        return run, score_models(arm.click, arm.requests, probs, self.seed)[-1]
+        return run, score_models(arm.label, arm.requests, probs, self.seed)[-1]
 
 
 def mean_coverage(figures: list[HourFigures], which: str = "coverage") -> dict[str, float]:

@@ -3,10 +3,15 @@ inputs exactly as the ranker served them, read back from the features-as-served 
 
 Every model is scored on the same rows. The FM's inputs are built as of each impression (history strictly
 before it) and the FM never trained on these hours, so nothing here has seen its label.
+
+One VM's events hold its own label and the FM's matching head (:mod:`solaris.vms`), on the positions it
+serves. Every VM reads the same table, so the tier inputs served to the lead at an impression are what any VM
+was served there: one read of the log and one FM pass give every VM's events.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,16 +24,18 @@ from solaris.models.features import US_PER_HOUR, VM_BASE_COLUMNS, HistoryIndex, 
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.splits import Span
 from solaris.serving.served_rows import joined, served_matrix
+from solaris.vms import VMSpec
 
 SERVED_COLUMNS = ["request_id", "ts", "user_id", "item_id", "position"]
+FM_PROBS = ("fm_prob", "fm_prob_hourly", "fm_prob_hourly_positioned")  # the FM's probabilities an event holds
 
 
 @dataclass(frozen=True)
 class ServedEvents:
-    click: np.ndarray  # (n,) float32
-    fm_click: np.ndarray  # (n,) the FM's click probability, from the history strictly before the impression
-    fm_click_hourly: np.ndarray  # (n,) the same as the precompute computes it: as of the hour's start, position 0
-    fm_click_hourly_positioned: np.ndarray  # (n,) the same at the impression's position: an ablation
+    label: np.ndarray  # (n,) float32: the VM's label (click or conversion)
+    fm_prob: np.ndarray  # (n,) the FM head of that label, from the history strictly before the impression
+    fm_prob_hourly: np.ndarray  # (n,) the same as the precompute computes it: as of the hour's start, position 0
+    fm_prob_hourly_positioned: np.ndarray  # (n,) the same at the impression's position: an ablation
     base: np.ndarray  # (n, 10) the base VM's inputs as served: ids, hour, position, counters
     served: np.ndarray  # (n, 10 + 4 * (code_dim + 1)) the SOLARIS VM's inputs as served
     tiers: np.ndarray  # (n,) int8 tier that fed each row
@@ -36,7 +43,7 @@ class ServedEvents:
     requests: np.ndarray  # (n,) int64 request id, the bootstrap's unit (a row without one is its own request)
 
     def __len__(self) -> int:
-        return int(self.click.size)
+        return int(self.label.size)
 
     def select(self, mask: np.ndarray) -> ServedEvents:
         return ServedEvents(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
@@ -56,27 +63,37 @@ def served_events(
     fm: FoundationModel,
     index: HistoryIndex,
     device: str,
-) -> ServedEvents:
-    """The span's impressions joined to what was served for each (by request and item); every row must have
-    been served with ``embedding_version``, since a VM may only ever be fed the codes of its own version."""
+    vms: Sequence[VMSpec],
+) -> dict[str, ServedEvents]:
+    """Each VM's events of the span: its impressions joined to what was served for each (by request and
+    item); every row must have been served with ``embedding_version``, since a VM may only ever be fed the
+    codes of its own version."""
     shown, served = joined(log, span, served_dir, embedding_version, code_dim)
-    fm_click = embed(fm, fm_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
-    ts = ts_micros(shown["ts"])
-    fm_click_hourly = embed(fm, hour_start_matrix(shown, index, fm.config.history), device=device).probs[:, 0]
-    positioned = hour_start_matrix(shown, index, fm.config.history, at_position=True)
-    fm_click_hourly_positioned = embed(fm, positioned, device=device).probs[:, 0]
+    history = fm.config.history
+    fm_probs = embed(fm, fm_matrix(shown, index, history), device=device).probs
+    hourly = embed(fm, hour_start_matrix(shown, index, history), device=device).probs
+    positioned = embed(fm, hour_start_matrix(shown, index, history, at_position=True), device=device).probs
     inputs = served_matrix(shown, served)
-    return ServedEvents(
-        click=shown["click"].to_numpy().astype(np.float32),
-        fm_click=fm_click.astype(np.float32),
-        fm_click_hourly=fm_click_hourly.astype(np.float32),
-        fm_click_hourly_positioned=fm_click_hourly_positioned.astype(np.float32),
-        base=inputs[:, : len(VM_BASE_COLUMNS)],
-        served=inputs,
-        tiers=served["tier"].to_numpy().astype(np.int8),
-        hours=ts // US_PER_HOUR,
-        requests=_request_ids(shown),
-    )
+    common = {
+        "base": inputs[:, : len(VM_BASE_COLUMNS)],
+        "served": inputs,
+        "tiers": served["tier"].to_numpy().astype(np.int8),
+        "hours": ts_micros(shown["ts"]) // US_PER_HOUR,
+        "requests": _request_ids(shown),
+    }
+    position = shown["position"].to_numpy()
+    found = {}
+    for spec in vms:
+        own = ServedEvents(
+            label=shown[spec.label].to_numpy().astype(np.float32),
+            fm_prob=fm_probs[:, spec.head].astype(np.float32),
+            fm_prob_hourly=hourly[:, spec.head].astype(np.float32),
+            fm_prob_hourly_positioned=positioned[:, spec.head].astype(np.float32),
+            **common,
+        )
+        lo, hi = spec.positions or (0, int(position.max(initial=0)))
+        found[spec.name] = own.select((position >= lo) & (position <= hi))
+    return found
 
 
 def _request_ids(table: pa.Table) -> np.ndarray:

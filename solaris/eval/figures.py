@@ -35,6 +35,21 @@ class ModelScore:
 
 
 @dataclass(frozen=True)
+class VMFigures:
+    """One configured VM on the eval span: every model scored on its label (the transfer ratio against the
+    FM's matching head), with how many events and positives the intervals rest on."""
+
+    label: str
+    positions: list[int] | None  # [first, last] served; None: every position
+    events: int
+    positives: int
+    models: list[ModelScore]
+
+    def model(self, name: str) -> ModelScore:
+        return next(m for m in self.models if m.name == name)
+
+
+@dataclass(frozen=True)
 class HourFigures:
     """One replayed hour: its precompute and the serving of its impressions."""
 
@@ -146,6 +161,8 @@ class ReplayReport:
     coverage_marginal: dict[str, float] = field(default_factory=dict)
     tier_contributions: list[TierContribution] = field(default_factory=list)
     cohorts: list[Cohort] = field(default_factory=list)  # empty in a report written before them
+    # Every configured VM (the lead's models are the top-level ``models``); empty in a report written before.
+    per_vm: dict[str, VMFigures] = field(default_factory=dict)
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:
@@ -173,5 +190,9 @@ class ReplayReport:
                 "cohorts": [
                     Cohort(**c | {"models": [ModelScore(**m) for m in c["models"]]}) for c in raw.get("cohorts", [])
                 ],
+                "per_vm": {
+                    name: VMFigures(**v | {"models": [ModelScore(**m) for m in v["models"]]})
+                    for name, v in raw.get("per_vm", {}).items()
+                },
             }
         )

@@ -21,8 +21,8 @@ from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
-from solaris.eval.events import ServedEvents, concat, served_events
-from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution
+from solaris.eval.events import FM_PROBS, ServedEvents, concat, served_events
+from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution, VMFigures
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, FM_HOURLY_POSITIONED, check_fm_refresh, protocol
 from solaris.eval.scoring import score_cohorts, score_models, tier_contributions
@@ -39,6 +39,7 @@ from solaris.serving import Ranker
 from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import open_configured_store
 from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
+from solaris.vms import VMSpec
 
 T = TypeVar("T")
 
@@ -126,39 +127,38 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, spans.eval, "eval"))
         ranker.close()
     serving = chains[-1]
+    vms = replay.settings.vms()
 
-    def events(span: Span, settings: Settings, chain: Chain = serving) -> ServedEvents:
+    def events(span: Span, settings: Settings, chain: Chain = serving) -> dict[str, ServedEvents]:
         model = chain.serving
         served = served_dir(settings.served_root, model.pinned.vm_name)
         version, fm = model.pinned.embedding_version, chain.fm.model
-        return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device)
+        return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device, vms)
 
-    # Each version's hours read with its own codes and FM; the FM's click head is recalibrated on the serving
-    # version's hours before the eval span (two numbers, fitted on labels the eval never sees).
+    # Each version's hours read with its own codes and FM.
     ends = [c.first_serving_hour for c in chains[1:]] + [spans.eval.start]
-    logging_events = concat([events(Span(c.first_serving_hour, end), replay.settings, c) for c, end in zip(chains, ends)])
-    own = logging_events.select(logging_events.hours >= _hour_index(serving.first_serving_hour))
-    calibrate = PlattScaling.fit(own.fm_click, own.click)
-    calibrate_hourly = PlattScaling.fit(own.fm_click_hourly, own.click)
-    calibrate_positioned = PlattScaling.fit(own.fm_click_hourly_positioned, own.click)
-
-    def calibrated(e: ServedEvents) -> ServedEvents:
-        return replace(
-            e, fm_click=calibrate(e.fm_click), fm_click_hourly=calibrate_hourly(e.fm_click_hourly),
-            fm_click_hourly_positioned=calibrate_positioned(e.fm_click_hourly_positioned),
-        )  # fmt: skip
-
-    version = serving.serving.pinned.embedding_version
-    refreshed = replay.phase(
-        "refresh every VM",
-        lambda: _refresh(replay, trained, calibrated(logging_events), serving.first_serving_hour, version),
-    )
-    eval_events = calibrated(events(spans.eval, replay.settings))
+    logging_parts = [events(Span(c.first_serving_hour, end), replay.settings, c) for c, end in zip(chains, ends)]
+    eval_parts = events(spans.eval, replay.settings)
     evaluated_marginal = mean_coverage(evaluated.figures, "coverage_marginal")
-    scores, contributions, cohorts = _scores(eval_events, refreshed, evaluated_marginal, serving.fm.model, config.seed)
+    version = serving.serving.pinned.embedding_version
+    judged = {
+        spec.name: replay.phase(
+            f"refresh and score VM {spec.name}",
+            lambda spec=spec: _judge_vm(
+                replay, trained, spec.name, concat([part[spec.name] for part in logging_parts]), eval_parts[spec.name],
+                serving, version,
+            ),
+        )
+        for spec in vms
+    }  # fmt: skip
+    lead = judged[vms[0].name]
+    contributions, cohorts = _details(lead, evaluated_marginal, serving.fm.model, config.seed)
     span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
-    main_events = eval_events.select(eval_events.hours >= _hour_index(span.serve_from))
-    arms = Arms(span, serving.serving, refreshed, main_events, replay.arm_settings, events, config.seed, config.progress)
+    main_events = lead.events.select(lead.events.hours >= _hour_index(span.serve_from))
+    arms = Arms(
+        span, serving.serving, lead.refreshed, main_events, replay.arm_settings,
+        lambda arm_span_, settings: events(arm_span_, settings)[vms[0].name], config.seed, config.progress,
+    )  # fmt: skip
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
     speculation = []
     if config.speculation:
@@ -170,7 +170,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,
         spans=spans.as_dict(),
-        models=scores,
+        models=lead.scores,
         hours=logged + evaluated.figures,
         sweep=sweep,
         swept_fractions=list(config.sweep),
@@ -181,6 +181,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
         cohorts=cohorts,
+        per_vm={spec.name: judged[spec.name].figures(spec) for spec in vms},
         seconds=replay.seconds,
         protocol=protocol(config.fm_refresh),
         fm_versions=[c.as_dict() for c in chains],
@@ -212,21 +213,21 @@ def _replay_span(replay: Replay, ranker: Ranker, span: Span, label: str) -> loop
 
 
 def _refresh(
-    replay: Replay, trained: TrainReport, logging: ServedEvents, version_from: datetime, version: str
+    replay: Replay, trained: TrainReport, vm_name: str, logging: ServedEvents, version_from: datetime, version: str
 ) -> dict[str, VerticalModel]:
-    """Every variant refreshed on all the logging hours it may learn from: one that reads the FM (its codes,
-    or its probability as a distillation target) on the hours the serving version served, so it is never fed
-    another version's output; the base VM, which reads nothing of the FM, on the whole logging span, as
-    production would train it. The last ``valid_hours`` decide early stopping for all."""
+    """Every variant of one VM refreshed on all the logging hours it may learn from: one that reads the FM
+    (its codes, or its probability as a distillation target) on the hours the serving version served, so it is
+    never fed another version's output; the base VM, which reads nothing of the FM, on the whole logging span,
+    as production would train it. The last ``valid_hours`` decide early stopping for all."""
     before_cut = logging.hours < int(logging.hours.max()) - replay.config.valid_hours + 1
     every_hour = logging.select(before_cut)
     own_hours = logging.select(before_cut & (logging.hours >= _hour_index(version_from)))
     valid = logging.select(~before_cut)
     if not len(own_hours) or not len(valid):
         raise ValueError(f"the served hours before the eval span are too few to hold {replay.config.valid_hours} validation hours")
-    fit, lead = replay.config.fit, trained.vms[replay.settings.vms()[0].name]
+    fit, first_stage = replay.config.fit, trained.vms[vm_name]
     return {
-        v.name: refresh(v, lead[v.first_stage].model, own_hours if v.reads_fm else every_hour, valid, fit, version)
+        v.name: refresh(v, first_stage[v.first_stage].model, own_hours if v.reads_fm else every_hour, valid, fit, version)
         for v in VARIANTS
     }
 
@@ -236,18 +237,56 @@ def _hour_index(hour: datetime) -> int:
     return int(hour.timestamp()) // 3600
 
 
-def _scores(
-    events: ServedEvents, refreshed: dict[str, VerticalModel], marginal: dict[str, float], fm: FoundationModel, seed: int
-) -> tuple[list[ModelScore], list[TierContribution], list[Cohort]]:
-    """Every model's score, each tier's NE contribution along the variants' tier ladder, and every model on
-    the ids the serving FM never trained on."""
-    probs = {FM: events.fm_click, FM_HOURLY: events.fm_click_hourly, FM_HOURLY_POSITIONED: events.fm_click_hourly_positioned}
+@dataclass(frozen=True)
+class JudgedVM:
+    """One VM on the replay: its variants refreshed on what was served, and every model's probabilities of
+    its label on the eval span's events (the FM head calibrated)."""
+
+    events: ServedEvents
+    refreshed: dict[str, VerticalModel]
+    probs: dict[str, np.ndarray]
+    scores: list[ModelScore]
+
+    def figures(self, spec: VMSpec) -> VMFigures:
+        positions = None if spec.positions is None else list(spec.positions)
+        positives = int(self.events.label.sum())
+        return VMFigures(spec.label, positions, len(self.events), positives, self.scores)
+
+
+def _judge_vm(
+    replay: Replay, trained: TrainReport, vm_name: str, logging: ServedEvents, evaluation: ServedEvents,
+    serving: Chain, version: str,
+) -> JudgedVM:  # fmt: skip
+    own = logging.select(logging.hours >= _hour_index(serving.first_serving_hour))
+    calibrated = _calibration(own)
+    refreshed = _refresh(replay, trained, vm_name, calibrated(logging), serving.first_serving_hour, version)
+    events = calibrated(evaluation)
+    probs = {FM: events.fm_prob, FM_HOURLY: events.fm_prob_hourly, FM_HOURLY_POSITIONED: events.fm_prob_hourly_positioned}
     probs |= {name: predict(variant(name), model, events) for name, model in refreshed.items()}
-    scores = score_models(events.click, events.requests, probs, seed)
-    contributions = tier_contributions(events.click, events.requests, probs, TIER_STEPS, marginal, seed)
-    users, items = events.base[:, 0], events.base[:, 1]
+    return JudgedVM(events, refreshed, probs, score_models(events.label, events.requests, probs, replay.config.seed))
+
+
+def _calibration(own: ServedEvents) -> Callable[[ServedEvents], ServedEvents]:
+    """The FM head Platt-recalibrated on the serving version's hours before the eval span: two numbers per
+    FM probability, fitted on labels the eval never sees."""
+    fits = {name: PlattScaling.fit(getattr(own, name), own.label) for name in FM_PROBS}
+
+    def calibrated(events: ServedEvents) -> ServedEvents:
+        return replace(events, **{name: fit(getattr(events, name)) for name, fit in fits.items()})
+
+    return calibrated
+
+
+def _details(
+    judged: JudgedVM, marginal: dict[str, float], fm: FoundationModel, seed: int
+) -> tuple[list[TierContribution], list[Cohort]]:
+    """Each tier's NE contribution along the variants' tier ladder, and every model on the ids the serving FM
+    never trained on."""
+    e = judged.events
+    contributions = tier_contributions(e.label, e.requests, judged.probs, TIER_STEPS, marginal, seed)
+    users, items = e.base[:, 0], e.base[:, 1]
     new = {"new items": ~fm.item.known(items), "new users": ~fm.user.known(users)}
-    return scores, contributions, score_cohorts(events.click, events.requests, probs, new, seed)
+    return contributions, score_cohorts(e.label, e.requests, judged.probs, new, seed)
 
 
 def _sweep(arms: Arms, config: ReplayConfig) -> list[SweepPoint]:

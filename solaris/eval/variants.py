@@ -80,8 +80,8 @@ def inputs(v: Variant, events: ServedEvents, code_dim: int) -> np.ndarray:
 
 def targets(v: Variant, events: ServedEvents, alpha: float) -> np.ndarray:
     if not v.distill:
-        return events.click
-    return ((1 - alpha) * events.click + alpha * events.fm_click).astype(np.float32)
+        return events.label
+    return ((1 - alpha) * events.label + alpha * events.fm_prob).astype(np.float32)
 
 
 def refresh(
@@ -93,7 +93,7 @@ def refresh(
     model, _ = refresh_vm(
         first_stage,
         (inputs(v, train, dim), targets(v, train, alpha)),
-        (inputs(v, valid, dim), valid.click),
+        (inputs(v, valid, dim), valid.label),
         fit,
         f"refresh {v.name}",
     )
@@ -103,6 +103,6 @@ def refresh(
 
 
 def predict(v: Variant, model: VerticalModel, events: ServedEvents) -> np.ndarray:
-    """The variant's click probability for each event, from the inputs it may see."""
+    """The variant's probability of the events' label, from the inputs it may see."""
     return score(model, inputs(v, events, model.config.code_dim))
 

@@ -70,6 +70,20 @@ def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, R
     assert {h.span for h in report.hours} == {"logging", "eval"}
 
 
+def test_every_vm_is_refreshed_and_scored_on_its_own_label(replayed: tuple[Settings, ReplayReport]) -> None:
+    """ctr and cvr on the same served events (one table, the lead's served inputs): the lead's table is the
+    headline, cvr's is scored on conversions, with its (small) count of positives beside its intervals."""
+    report = replayed[1]
+    ctr, cvr = report.per_vm["ctr"], report.per_vm["cvr"]
+    assert list(report.per_vm) == ["ctr", "cvr"] and ctr.models == report.models
+    assert (ctr.label, cvr.label) == ("click", "conversion") and ctr.events == cvr.events > 0
+    assert 0 < cvr.positives < ctr.positives  # a conversion follows a click
+    assert [m.name for m in cvr.models] == [m.name for m in ctr.models]
+    for m in cvr.models:
+        assert m.ne_ci95[0] <= m.ne <= m.ne_ci95[1], m.name
+    assert cvr.model("FM").ne != ctr.model("FM").ne  # the FM's conversion head, not its click head
+
+
 def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replayed: tuple[Settings, ReplayReport]) -> None:
     report = replayed[1]
     base = report.model("VM base").ne

@@ -23,8 +23,10 @@ from solaris.eval.figures import (
     ReplayReport,
     SweepPoint,
     TierContribution,
+    VMFigures,
 )
 from solaris.eval.report.invariants import SATURATED_DIP
+from solaris.eval.protocol import ALL_TIERS, VM_BASE
 from solaris.eval.report import (
     INVARIANTS,
     PLOTS,
@@ -130,6 +132,10 @@ def make_report(seed: int = 0) -> ReplayReport:
             Cohort("new items", 0.125, 2500, [replace(m, ne=m.ne + 0.03) for m in models]),
             Cohort("new users", 0.01, 200, []),
         ],
+        per_vm={
+            "ctr": VMFigures("click", None, 5000, 400, models),
+            "cvr": VMFigures("conversion", None, 5000, 60, [replace(m, log_loss=m.log_loss / 4) for m in models]),
+        },
     )
 
 
@@ -479,3 +485,17 @@ def test_solaris_replay_exits_non_zero_when_a_seed_breaks_an_invariant(
     assert main(["replay", "--preset", "tiny", "--seeds", "0", "--no-sweep"]) == 0
     assert main(["replay", "--preset", "tiny", "--seeds", "0", "1", "--no-sweep"]) == 1
     assert f"invariants violated in {tmp_path / 'seed-1'}" in capsys.readouterr().err
+
+
+def test_every_vm_has_its_rows_and_the_summary_names_the_best_relative_gain() -> None:
+    report = make_report()
+    text = table(report)
+
+    ctr, cvr = report.per_vm["ctr"], report.per_vm["cvr"]
+    row = _line(text, "ctr (click; 5,000 events, 400 positive)")
+    assert " FM " in row and f"{ctr.model('FM').ne:.4f}" in row  # each VM's rows open with the FM's matching head
+    solaris = next(line for line in text.splitlines() if line.startswith("ctr (") and ALL_TIERS in line)
+    assert f"{ctr.model(ALL_TIERS).ne:.4f}" in solaris and f"{100 * ctr.model(ALL_TIERS).transfer_ratio:.1f}%" in solaris
+    assert "cvr (conversion; 5,000 events, 60 positive)" in text  # the rare label's count, beside its intervals
+    gains = [(v.model(VM_BASE).log_loss - v.model(ALL_TIERS).log_loss) / v.model(VM_BASE).log_loss for v in (ctr, cvr)]
+    assert f"up to {100 * max(gains):.1f}% relative log loss across 2 VMs" in text

@@ -29,7 +29,7 @@ class Section:
 
 def sections(report: ReplayReport) -> list[Section]:
     return [
-        _models(report), _cohorts(report), _tiers(report), _per_hour(report), _efficiency(report), _embeddings(report),
+        _models(report), _per_vm(report), _cohorts(report), _tiers(report), _per_hour(report), _efficiency(report), _embeddings(report),
         _sweep(report), _speculation(report), _seconds(report),
     ]  # fmt: skip
 
@@ -55,6 +55,27 @@ def _models(report: ReplayReport) -> Section:
     reason = no_transfer_reason(report)
     title = "Models on the evaluation span" + (f" ({reason})" if reason else "")
     return Section(title, ("model", *SCORE_HEADER, "AUC", "paper"), rows)
+
+
+PER_VM_MODELS = (FM, VM_BASE, ALL_TIERS, "SOLARIS all+distill")  # the per-VM table's rows
+
+
+def _per_vm(report: ReplayReport) -> Section:
+    """Each configured VM on its own label, and the paper's summary: the best relative log-loss gain of the
+    SOLARIS VM (every tier) over its base VM across the VMs."""
+    rows, gains = [], []
+    for name, vm in report.per_vm.items():
+        where = "" if vm.positions is None else f", positions {vm.positions[0]}-{vm.positions[1]}"
+        label = f"{name} ({vm.label}{where}; {vm.events:,} events, {vm.positives:,} positive)"
+        scored = {m.name: m for m in vm.models}
+        rows += [(label, m, *score_cells(scored[m])) for m in PER_VM_MODELS if m in scored]
+        if VM_BASE in scored and ALL_TIERS in scored:
+            base, solaris = scored[VM_BASE].log_loss, scored[ALL_TIERS].log_loss
+            gains.append((base - solaris) / base)
+    if gains:
+        rows.append((f"up to {pct(max(gains))} relative log loss across {len(gains)} VMs", ALL_TIERS, *[DASH] * 6))
+    title = "Every VM on its own label, evaluation span (transfer against the FM's matching head)"
+    return Section(title, ("VM", "model", *SCORE_HEADER), rows)
 
 
 COHORT_MODELS = (FM, VM_BASE, "VM distilled", ALL_TIERS, "SOLARIS all+distill")  # the cohort table's rows
