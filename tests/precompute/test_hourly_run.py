@@ -71,6 +71,23 @@ def test_the_run_record_and_mlflow_carry_the_efficiency_figures(run_settings: Se
     assert done["counts"]["expired_score_log_hours"] == 0
 
 
+def test_one_table_serves_every_vm_the_same_rows_a_one_vm_run_writes(
+    trained: tuple[Settings, World, TrainReport], tmp_path: Path
+) -> None:
+    """ctr and cvr configured (the default) or ctr alone: the same selection, embedded and written once."""
+    one_vm = tmp_path / "one_vm.toml"
+    one_vm.write_text('[vm.ctr]\nlabel = "click"\n')
+    both = precompute_settings(trained[0], tmp_path / "both")
+    alone = precompute_settings(trained[0], tmp_path / "alone").with_overrides(vms_file=one_vm)
+    assert [s.name for s in both.vms()] == ["ctr", "cvr"] and [s.name for s in alone.vms()] == ["ctr"]
+    start = EventLog(both.world_dir()).start + FIRST_HOUR
+
+    results = [run_hour(settings, start, PARAMS, clock=fixed_clock) for settings in (both, alone)]
+
+    assert results[0]["counts"] == results[1]["counts"] and results[0]["counts"]["pairs_written"] > 0
+    assert store_checksum(both.store_url) == store_checksum(alone.store_url)
+
+
 def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
     trained: tuple[Settings, World, TrainReport], tmp_path: Path
 ) -> None:
