@@ -116,7 +116,8 @@ def test_served_http_rides_out_a_store_restart(
                 time.sleep(0.2)
             assert back.status_code == 200 and back.json()["tiers"] == healthy.json()["tiers"]
             assert back.json()["scores"] == healthy.json()["scores"]
-            [counted] = [ln for ln in client.get("/metrics").text.splitlines() if 'failures_total{kind="error"}' in ln]
+            metrics = client.get("/metrics").text.splitlines()
+            [counted] = [ln for ln in metrics if 'solaris_store_failures_total{kind="error",vm="ctr"}' in ln]
             assert float(counted.split()[-1]) >= 5
     finally:
         stop_serve(server)
