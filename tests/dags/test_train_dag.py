@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.tracking import registry
@@ -80,3 +81,14 @@ def test_train_dag_registers_promotes_and_announces_then_trains_one_vm_alone(
     moved = registry.resolve_champions(client, CVR.name).vm == str(retrained.version)
     assert moved == ("beats" in retrained.tags["promotion"])
     assert states["announce_vms"] == ["success" if moved else "skipped"]
+
+    # A third VM is configuration plus one training run: a click model for the first three slots.
+    vms_file = tmp_path / "vms.toml"
+    vms_file.write_text('[vm.ctr]\n[vm.cvr]\nlabel = "conversion"\n[vm.ctr_top]\nlabel = "click"\npositions = [0, 2]\n')
+    monkeypatch.setenv("SOLARIS_VMS_FILE", str(vms_file))
+    untouched = {name: aliases(client, name) for name in (*before, CVR.registered_name)}
+    assert main(["train", "vm", "--vm", "ctr_top", "--epochs", "1", "--threads", "1", "--no-progress"]) == 0
+    top = registry.resolve_champions(client, "ctr_top")  # its first version: no champion to beat
+    assert top.embedding_version == ctr.embedding_version  # on the table every VM reads
+    assert client.get_model_version("solaris-vm-ctr_top", top.vm).tags["positions"] == "0-2"
+    assert {name: aliases(client, name) for name in untouched} == untouched

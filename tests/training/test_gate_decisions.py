@@ -196,11 +196,16 @@ def test_a_better_challenger_after_a_refused_one_is_still_promoted(
     assert champions(client) == (better.fm, better.ae, better.vm)
 
 
+def register_both(client: MlflowClient) -> tuple[PinnedVersions, PinnedVersions]:
+    """A new FM and AE, and a ctr and a cvr version trained on them."""
+    ctr = register_chain(client)
+    return ctr, register_vm(client, ctr, CVR)
+
+
 @pytest.fixture
 def two_champions(client: MlflowClient, settings: Settings) -> tuple[PinnedVersions, PinnedVersions]:
     """A first chain with both configured VMs, ctr and cvr, promoted together on an empty registry."""
-    ctr = register_chain(client)
-    cvr = register_vm(client, ctr, CVR)
+    ctr, cvr = register_both(client)
     decision, _ = gate_all(client, settings, {ctr: 0.9, cvr: 0.9}, champion_ne=float("nan"))
     assert decision.promoted and decision.chain_moved
     return ctr, cvr
@@ -225,8 +230,7 @@ def test_a_new_chain_one_vm_refuses_moves_no_vm(
 ) -> None:
     """One table serves both: a new embedding version that is worse for cvr is adopted for neither."""
     old_ctr, old_cvr = two_champions
-    ctr = register_chain(client)
-    cvr = register_vm(client, ctr, CVR)
+    ctr, cvr = register_both(client)
     ne = {CTR: 0.42, CVR: 0.20}
 
     scored: list[PinnedVersions] = []
@@ -244,8 +248,7 @@ def test_a_new_chain_every_vm_passes_waits_in_shadow_and_the_shadow_gate_moves_t
     client: MlflowClient, settings: Settings, two_champions: tuple[PinnedVersions, PinnedVersions]
 ) -> None:
     old_ctr, old_cvr = two_champions
-    ctr = register_chain(client)
-    cvr = register_vm(client, ctr, CVR)
+    ctr, cvr = register_both(client)
 
     decision, _ = gate_all(client, settings, {ctr: 0.41, cvr: 0.19}, champion_ne=0.42)
 
