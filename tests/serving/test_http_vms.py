@@ -4,6 +4,8 @@ its VM (an unknown name is a 422 listing the served ones), and /metrics counts e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ChampionWatcher
+from solaris.serving.servedlog import read_served, served_dir
 from solaris.store import FeatureStore
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION
@@ -22,6 +25,7 @@ from solaris.vms import DEFAULT_VMS
 
 CTR, CVR = DEFAULT_VMS
 CONFIG = ServiceConfig(poll_seconds=3600)  # refreshed by the tests only
+HOUR = timedelta(hours=1)
 Trained = tuple[Settings, World, TrainReport]
 
 
@@ -113,3 +117,20 @@ def test_a_vm_reading_an_embedding_version_the_store_lacks_is_refused_by_name(
         refused = f"{spec.registered_name} version {champion.vm} reads embedding version {champion.embedding_version}"
         assert f"VM {spec.name}: loading {spec.registered_name} version {champion.vm}: {refused}" in ready.json()["detail"]
         assert f'solaris_champion_refresh_failures_total{{stage="load",vm="{spec.name}"}} 1.0' in metrics
+
+
+def test_each_vm_logs_its_features_as_served_in_its_own_dataset(
+    layout: Layout, registry_client: MlflowClient, tmp_path: Path
+) -> None:
+    config = ServiceConfig(poll_seconds=3600, served_log_dir=tmp_path / "served", served_log_flush_rows=1)
+    watchers = {spec.name: ChampionWatcher(registry_client, spec.name) for spec in DEFAULT_VMS}
+    with TestClient(create_app(build_service(layout.store, watchers, config), config)) as client:
+        answers = {vm: rank(client, vm=vm) for vm in ("ctr", "cvr")}
+        rank(client, vm="cvr")
+    # stopping the service wrote every answered request's rows
+
+    for vm, requests in (("ctr", 1), ("cvr", 2)):
+        rows = read_served(served_dir(tmp_path / "served", vm), T - HOUR, T + HOUR, watchers[vm].current.code_dim)
+        assert rows.num_rows == 3 * requests
+        assert set(rows["vm_version"].to_pylist()) == {answers[vm]["vm_version"]}
+        assert rows["score"].to_pylist()[:3] == pytest.approx(answers[vm]["scores"], rel=1e-6)
