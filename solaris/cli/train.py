@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 
 from solaris.precompute.params import cli_option
+from solaris.vms import registered_name
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -131,7 +132,7 @@ def all_(args: argparse.Namespace) -> int:
     _print("solaris-ae", report.ae.version, report.ae.metrics)
     for name, variants in report.vms.items():
         for variant, trained in variants.items():
-            _print(f"solaris-vm-{name} ({variant})", trained.version, trained.metrics)
+            _print(f"{registered_name(name)} ({variant})", trained.version, trained.metrics)
     if report.decision is not None:
         print(json.dumps({"promoted": report.decision.promoted, "reason": report.decision.reason}))
     from solaris.data.eventlog import EventLog

@@ -91,8 +91,9 @@ def served_events(
             fm_prob_hourly_positioned=positioned[:, spec.head].astype(np.float32),
             **common,
         )
-        lo, hi = spec.positions or (0, int(position.max(initial=0)))
-        found[spec.name] = own.select((position >= lo) & (position <= hi))
+        if spec.positions is not None:
+            own = own.select((position >= spec.positions[0]) & (position <= spec.positions[1]))
+        found[spec.name] = own
     return found
 
 

@@ -129,11 +129,13 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     serving = chains[-1]
     vms = replay.settings.vms()
 
-    def events(span: Span, settings: Settings, chain: Chain = serving) -> dict[str, ServedEvents]:
+    def events(
+        span: Span, settings: Settings, chain: Chain = serving, specs: tuple[VMSpec, ...] = vms
+    ) -> dict[str, ServedEvents]:
         model = chain.serving
         served = served_dir(settings.served_root, model.pinned.vm_name)
         version, fm = model.pinned.embedding_version, chain.fm.model
-        return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device, vms)
+        return served_events(log, span, served, version, model.code_dim, fm, world.index, config.device, specs)
 
     # Each version's hours read with its own codes and FM.
     ends = [c.first_serving_hour for c in chains[1:]] + [spans.eval.start]
@@ -157,7 +159,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     main_events = lead.events.select(lead.events.hours >= _hour_index(span.serve_from))
     arms = Arms(
         span, serving.serving, lead.refreshed, main_events, replay.arm_settings,
-        lambda arm_span_, settings: events(arm_span_, settings)[vms[0].name], config.seed, config.progress,
+        lambda arm_span_, settings: events(arm_span_, settings, specs=vms[:1])[vms[0].name], config.seed, config.progress,
     )  # fmt: skip
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
     speculation = []

@@ -21,6 +21,7 @@ from solaris.training.demand import DemandDecision, train_demand_job
 from solaris.training.demand_fit import DemandPlan
 from solaris.training.demand_gains import served_gains
 from solaris.serving.servedlog import served_dir
+from solaris.vms import choose
 from solaris.tracking import registry
 
 SPECULATION_FRACTIONS = (0.1, 0.2, 0.4)  # the verifier's budgets; each also sets a budget arm's fm_budget
@@ -34,7 +35,10 @@ def train_arms_demand(
     version's features as served over at most the day before the warm-up."""
     until = arms.span.warm_start
     hours = min(GAIN_HOURS, int((until - served_since) / HOUR))
-    gains = served_gains(log, served_dir(settings.served_root, arms.model.pinned.vm_name), arms.model.vm, until, hours) if hours > 0 else {}
+    gains = {}
+    if hours > 0:
+        (spec,) = choose(settings.vms(), [arms.model.pinned.vm_name])
+        gains = served_gains(log, served_dir(settings.served_root, spec.name), arms.model.vm, spec.label, until, hours)
     plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
     return train_demand_job(registry.connect(settings), settings, log, until, ttl_hours, plan, gains)
 

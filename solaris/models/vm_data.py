@@ -19,7 +19,7 @@ VM spans are the recent hours, small next to the FM's: they are built once, stre
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 
 import numpy as np
@@ -89,10 +89,11 @@ class VMData:
         return self.fm_probs[:, self.head]
 
     def for_vm(self, spec: VMSpec) -> VMData:
-        """The examples ``spec`` learns from: its label, and only the positions it serves."""
-        keep = np.ones(len(self), bool)
-        if spec.positions is not None:
-            keep = (self.position >= spec.positions[0]) & (self.position <= spec.positions[1])
+        """The examples ``spec`` learns from: its label, and only the positions it serves (a view of these
+        arrays when it serves every position)."""
+        if spec.positions is None:
+            return replace(self, head=spec.head)
+        keep = (self.position >= spec.positions[0]) & (self.position <= spec.positions[1])
         if not keep.any():
             raise ValueError(f"VM {spec.describe()}: no impressions at those positions")
         rows = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("embedding_version", "head")}

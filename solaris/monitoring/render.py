@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from solaris.monitoring.report import CoveragePoint, HealthReport, RunHealth, VersionHealth
 from solaris.store.base import TableStats
+from solaris.vms import registered_name
 
 TEMPLATES = Path(__file__).parent / "templates"
 # The sparkline's drawing box, in SVG user units.
@@ -31,7 +32,10 @@ def report_json(report: HealthReport) -> dict[str, Any]:
         "alerts": [asdict(a) for a in report.alerts],
         "champion": asdict(report.champion) if report.champion else None,
         "champion_note": report.champion_note,
-        "vms": [{"vm": c.vm, "champion": asdict(c.chain) if c.chain else None, "note": c.note} for c in report.vms],
+        "vms": [
+            {"vm": c.vm, "model": registered_name(c.vm), "champion": asdict(c.chain) if c.chain else None, "note": c.note}
+            for c in report.vms
+        ],
         "versions": [_version(v) for v in report.versions],
         "runs": [_run(r) for r in report.runs],
         "coverage": [_point(p) for p in report.coverage],

@@ -26,6 +26,7 @@ from solaris.data.eventlog import EventLog
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.selection import select_top_fraction
 from solaris.precompute.spec import HourRun
+from solaris.vms import registered_name
 
 Choice = tuple[pd.DataFrame, pd.DataFrame]
 
@@ -53,7 +54,7 @@ def by_verifier(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: Cod
     registry.connect(settings)
     vm = registry.load_vm(run.vm_name, run.vm_version)
     if not isinstance(vm, VerticalModel):
-        raise ValueError(f"solaris-vm-{run.vm_name} version {run.vm_version} is not a SOLARIS vertical model")
+        raise ValueError(f"{registered_name(run.vm_name)} version {run.vm_version} is not a SOLARIS vertical model")
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
     at = run.interval_start
     index = exposure_index(EventLog(settings.world_dir()), at, users)

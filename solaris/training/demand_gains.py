@@ -53,7 +53,7 @@ def cohort_gains(vm: VerticalModel, served: np.ndarray, label: np.ndarray) -> di
 
 
 def served_gains(
-    log: EventLog, served_dir: Path, vm: VerticalModel, until: datetime, hours: int = 24, label: str = "click"
+    log: EventLog, served_dir: Path, vm: VerticalModel, label: str, until: datetime, hours: int = 24
 ) -> dict[str, float]:
     """:func:`cohort_gains` on the features served in the ``hours`` before ``until`` with ``vm``'s embedding
     version, against the impressions' ``label`` (the VM's, :mod:`solaris.vms`); impressions without a served

@@ -12,7 +12,7 @@ gate (:mod:`solaris.tracking.promotion`) promotes every VM of it at once, or ref
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlflow import MlflowClient
 
@@ -124,8 +124,6 @@ def _as_one_chain(verdicts: list[Decision]) -> list[Decision]:
     version = verdicts[0].challenger.embedding_version
     if failed:
         why = f"embedding version {version} is adopted only when every VM passes; {', '.join(failed)} did not"
-        return [Decision(False, d.challenger, d.challenger_ne, d.champion, d.champion_ne, d.eval_hours,
-                         d.reason if not d.promoted else f"{d.reason}; {why}") for d in verdicts]  # fmt: skip
+        return [replace(d, promoted=False, reason=f"{d.reason}; {why}") if d.promoted else d for d in verdicts]
     why = f"embedding version {version} is new: precomputed in shadow first"
-    return [Decision(False, d.challenger, d.challenger_ne, d.champion, d.champion_ne, d.eval_hours,
-                     f"{d.reason}; {why}", awaiting_shadow=True) for d in verdicts]  # fmt: skip
+    return [replace(d, promoted=False, reason=f"{d.reason}; {why}", awaiting_shadow=True) for d in verdicts]

@@ -8,6 +8,7 @@ trains one VM on the champion FM and AE and gates it on its own.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -30,9 +31,8 @@ from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_data
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
 from solaris.training import runs
-from solaris.training.gate import promotion_gate
+from solaris.training.gate import ChainDecision, Challenger, promotion_gate
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, PinnedVersions
-from solaris.training.gate import Challenger, ChainDecision
 from solaris.vms import VMSpec
 
 HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
@@ -166,14 +166,14 @@ def train_vm_job(
     client: MlflowClient,
     settings: Settings,
     world: World,
-    data: dict[str, VMData],
+    own: dict[str, VMData],
     spec: VMSpec,
     variant: str,
     plan: TrainPlan,
 ) -> Trained:
+    """One variant of ``spec`` on its own examples (:meth:`VMData.for_vm`) per span."""
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-vm"))
     config = replace(plan.vm, variant=variant)
-    own = {span: examples.for_vm(spec) for span, examples in data.items()}
     with mlflow.start_run(run_name=f"{spec.name}-{variant}"):
         runs.log_params({**config.as_params(), **plan.fit.as_params(), "vm": spec.name, "label": spec.label})
         vm, fit = train_vm(own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch)
@@ -191,7 +191,8 @@ def train_vm_job(
 def train_vm_variants(
     client: MlflowClient, settings: Settings, world: World, data: dict[str, VMData], spec: VMSpec, plan: TrainPlan
 ) -> dict[str, Trained]:
-    return {v: train_vm_job(client, settings, world, data, spec, v, plan) for v in plan.variants}
+    own = {span: examples.for_vm(spec) for span, examples in data.items()}
+    return {v: train_vm_job(client, settings, world, own, spec, v, plan) for v in plan.variants}
 
 
 def vm_eval(vm: VerticalModel, data: VMData) -> dict[str, float]:
@@ -220,11 +221,17 @@ def served_challenger(spec: VMSpec, variants: dict[str, Trained], teacher: Teach
 def gate_challengers(
     client: MlflowClient, settings: Settings, world: World, challengers: list[Challenger], plan: TrainPlan
 ) -> ChainDecision:
-    """The promotion gate, each champion re-scored on this world's evaluation hours for its own VM."""
+    """The promotion gate, each champion re-scored on this world's evaluation hours for its own VM. Champions
+    of one FM and AE share that teacher's pass over the hours."""
     specs = {s.name: s for s in settings.vms()}
+
+    @functools.cache
+    def examples(fm: str, ae: str) -> VMData:
+        return champion_examples(world, fm, ae, plan.device, plan.served_age_hours)
+
     return promotion_gate(
         client, settings, challengers, str(world.split.eval),
-        lambda champion: champion_ne(world, specs[champion.vm_name], champion, plan.device, plan.served_age_hours),
+        lambda champion: champion_ne(specs[champion.vm_name], champion, examples(champion.fm, champion.ae)),
     )  # fmt: skip
 
 
@@ -237,11 +244,11 @@ def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), unt
     ae = train_ae_job(client, settings, world, fm, plan)
     teacher = Teacher(fm.model, ae.model, fm.version, ae.version, plan.device)
     data = vm_data(world, teacher, plan.served_age_hours)
-    report = TrainReport(fm=fm, ae=ae)
-    for spec in settings.vms():
+    report, specs = TrainReport(fm=fm, ae=ae), settings.vms()
+    for spec in specs:
         report.vms[spec.name] = train_vm_variants(client, settings, world, data, spec, plan)
     if plan.serve_variant in plan.variants:
-        challengers = [served_challenger(s, report.vms[s.name], teacher, plan) for s in settings.vms()]
+        challengers = [served_challenger(s, report.vms[s.name], teacher, plan) for s in specs]
         report.decision = gate_challengers(client, settings, world, challengers, plan)
     return report
 
@@ -258,15 +265,21 @@ def train_vm_alone(
     return variants, gate_challengers(client, settings, world, [served_challenger(spec, variants, teacher, plan)], plan)
 
 
-def champion_ne(world: World, spec: VMSpec, pinned: PinnedVersions, device: str, served_age_hours: int) -> float:
-    """The pinned chain's VM NE on this world's evaluation hours, features rebuilt with its own FM and AE."""
-    fm, ae = registry.load_fm(pinned.fm), registry.load_ae(pinned.ae)
+def champion_examples(world: World, fm_version: str, ae_version: str, device: str, served_age_hours: int) -> VMData:
+    """This world's evaluation hours as VM examples, features rebuilt with a registered FM and AE."""
+    fm, ae = registry.load_fm(fm_version), registry.load_ae(ae_version)
+    if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder):
+        raise ValueError(f"{FM_MODEL} {fm_version} or {AE_MODEL} {ae_version} is not a SOLARIS model")
+    teacher = Teacher(fm, ae, fm_version, ae_version, device)
+    return build_vm_data(world.log, world.split.eval, world.index, teacher, served_age_hours)
+
+
+def champion_ne(spec: VMSpec, pinned: PinnedVersions, examples: VMData) -> float:
+    """The pinned VM's NE on ``examples`` built with its own FM and AE (:func:`champion_examples`)."""
     vm = registry.load_vm(pinned.vm_name, pinned.vm)
-    if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder) or not isinstance(vm, VerticalModel):
-        raise ValueError(f"registered versions {pinned} are not SOLARIS models")
-    teacher = Teacher(fm, ae, pinned.fm, pinned.ae, device)
-    data = build_vm_data(world.log, world.split.eval, world.index, teacher, served_age_hours)
-    return vm_eval(vm, data.for_vm(spec))["ne"]
+    if not isinstance(vm, VerticalModel):
+        raise ValueError(f"{pinned.vm_model} version {pinned.vm} is not a SOLARIS vertical model")
+    return vm_eval(vm, examples.for_vm(spec))["ne"]
 
 
 

@@ -81,10 +81,10 @@ def gate(settings: Settings, chosen: TrainPlan, vms: list[dict[str, Any]]) -> di
     new embedding version is written in shadow first (:mod:`solaris.precompute.shadow`)."""
     client = registry.connect(settings)
     challengers = [Challenger(PinnedVersions(**trained["chain"]), trained["served_ne"]) for trained in vms]
-    for c in challengers:
-        ae_fm = client.get_model_version(AE_MODEL, c.chain.ae).tags.get("fm_version")
-        if ae_fm != c.chain.fm:
-            raise ValueError(f"{AE_MODEL} version {c.chain.ae} compresses FM {ae_fm}, not FM {c.chain.fm}")
+    for fm, ae in {(c.chain.fm, c.chain.ae) for c in challengers}:
+        ae_fm = client.get_model_version(AE_MODEL, ae).tags.get("fm_version")
+        if ae_fm != fm:
+            raise ValueError(f"{AE_MODEL} version {ae} compresses FM {ae_fm}, not FM {fm}")
     decision = gate_challengers(client, settings, _world(settings, chosen), challengers, chosen)
     return {
         "promoted": decision.promoted, "chain_moved": decision.chain_moved, "awaiting_shadow": decision.awaiting_shadow,
@@ -112,7 +112,7 @@ def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int)
         champion = registry.version_by_alias(client, spec.registered_name, registry.CHAMPION)
         if champion is not None:
             served_vm = registry.load_vm(spec.name, str(champion.version))
-            per_vm[spec.name] = served_gains(log, served_dir(settings.served_root, spec.name), served_vm, until, label=spec.label)
+            per_vm[spec.name] = served_gains(log, served_dir(settings.served_root, spec.name), served_vm, spec.label, until)
     gains = consumers_gains(per_vm)
     decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
     return {"demand_version": decision.version, "promoted": decision.promoted, "reason": decision.reason, "auc": decision.auc}

@@ -24,7 +24,9 @@ from solaris.models.vm import score
 from solaris.models.vm_data import Teacher, build_vm_data
 from solaris.tracking import registry
 from solaris.training.gate import Challenger, promotion_gate
-from solaris.training.jobs import TrainPlan, TrainReport, World, champion_ne, register_vm, vm_eval
+from solaris.training.jobs import (
+    TrainPlan, TrainReport, World, champion_examples, champion_ne, register_vm, vm_eval,
+)  # fmt: skip
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL
 from solaris.embedding_version import VersionMismatch
 from solaris.vms import DEFAULT_VMS
@@ -112,7 +114,8 @@ def test_a_worse_challenger_is_not_promoted(
         version = register_vm(client, world, CTR, worse, data.matrix(worse.config)[:5], found)
     challenger = Challenger(replace(champion, vm=version), found["ne"])
     decision = promotion_gate(
-        client, settings, [challenger], str(world.split.eval), lambda p: champion_ne(world, CTR, p, "cpu", AGE)
+        client, settings, [challenger], str(world.split.eval),
+        lambda p: champion_ne(CTR, p, champion_examples(world, p.fm, p.ae, "cpu", AGE)),
     ).of(CTR.name)
     assert not decision.promoted
     assert decision.champion_ne == pytest.approx(report.vms[CTR.name]["solaris"].metrics["ne"], rel=1e-6)
