@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 
+from solaris.ops.celery_workers import BROKER_PASSWORD_ENV, DEFAULT_BROKER_URL
 from solaris.ops.metadata import DEFAULT_ADMIN_URL, DEFAULT_DATABASE
+from solaris.ops.stack import EXECUTORS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +28,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"use (creating it) database --airflow-database on this server when it answers ({DEFAULT_ADMIN_URL})",
     )  # fmt: skip
     up.add_argument("--airflow-database", default=DEFAULT_DATABASE)
+    up.add_argument(
+        "--executor", choices=EXECUTORS, default="local",
+        help="local: tasks run under the scheduler; celery: on one Celery worker per queue (default, gpu), "
+        "needs PostgreSQL metadata and the broker",
+    )  # fmt: skip
+    up.add_argument(
+        "--broker-url", default=DEFAULT_BROKER_URL,
+        help=f"the Celery broker, without its password (${BROKER_PASSWORD_ENV} where set) ({DEFAULT_BROKER_URL})",
+    )  # fmt: skip
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every service to be healthy")
     up.set_defaults(handler=stack_up)
 
@@ -55,6 +66,8 @@ def stack_up(args: argparse.Namespace) -> int:
         metadata_url=args.metadata_url,
         postgres_admin_url=None if args.sqlite else args.postgres_admin_url,
         airflow_database=args.airflow_database,
+        executor=args.executor,
+        broker_url=args.broker_url,
         start_timeout_s=args.timeout,
     )
     try:
@@ -68,7 +81,11 @@ def stack_up(args: argparse.Namespace) -> int:
     print(f"\nAirflow  {state.urls['airflow']}  (login admin / {airflow_password(state)}, from {state.password_file})")
     print(f"MLflow   {state.urls['mlflow']}")
     print(f"Ranker   {state.urls['ranker']}  (POST /rank, /readyz, /metrics)")
-    print(f"Airflow metadata DB: {state.metadata_url}\nStop with: solaris stack down")
+    print(f"Airflow metadata DB: {state.metadata_url}")
+    for name, check in state.checks.items():
+        if check.celery_node:
+            print(f"{name:<22} node {check.celery_node}, queues {','.join(check.queues)}, broker {check.url}")
+    print("Stop with: solaris stack down")
     return 0
 
 
@@ -93,9 +110,9 @@ def stack_status(args: argparse.Namespace) -> int:
     if not states:
         print("no stack started (solaris stack up)")
         return 1
-    for name, state in states.items():
-        print(f"{name:<22} {state}")
-    return 0 if all(s == "healthy" for s in states.values()) else 1
+    for name, service in states.items():
+        print(f"{name:<22} {service.state:<8} {service.detail}".rstrip())
+    return 0 if all(s.state == "healthy" for s in states.values()) else 1
 
 
 def run_mlflow(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Health of the stack's services over HTTP, and whether a port is free before a service claims it."""
+"""Health of the stack's services (over HTTP, or a Celery worker's ping over the broker), and whether a port is
+free before a service claims it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ class Check:
 
     Airflow's ``/api/v2/monitor/health`` answers 200 while a component is down: the scheduler, triggerer and
     dag-processor each count as healthy only when their heartbeat in the metadata DB is recent.
+
+    A Celery worker has no URL of its own: its check is the broker's URL (without a password) and the node
+    name that must answer there with ``queues``.
     """
 
     url: str
     component: str | None = None
+    celery_node: str | None = None
+    queues: tuple[str, ...] = ()
 
     def passes(self, body: bytes) -> bool:
         if self.component is None:
@@ -29,7 +35,13 @@ class Check:
 
 
 def probe(check: Check, timeout_s: float = 2.0) -> bool:
-    """One request: True when the answer is 200 and its body passes the check."""
+    """One request: True when the answer is 200 and its body passes the check (for a worker: it answers
+    and consumes its queues)."""
+    if check.celery_node is not None:
+        from solaris.ops import celery_workers
+
+        answering = celery_workers.answering(celery_workers.broker_url(check.url), timeout_s)
+        return set(check.queues) <= set(answering.get(check.celery_node, ()))
     try:
         with urllib.request.urlopen(check.url, timeout=timeout_s) as answer:  # noqa: S310 (our own URLs)
             return answer.status == 200 and check.passes(answer.read())

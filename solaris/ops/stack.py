@@ -1,5 +1,6 @@
 """The local stack without Docker: Airflow 3 (api-server, scheduler, dag-processor, triggerer), the MLflow
-tracking server and the ranker, each a managed process on localhost.
+tracking server and the ranker, each a managed process on localhost; with ``executor="celery"`` also one
+Celery worker per queue (:mod:`.celery_workers`), Redis the broker and PostgreSQL the metadata DB.
 
 Not ``airflow standalone``: it cannot be stopped cleanly (SIGTERM orphans its children). Each service runs
 in its own session; pids, start times and logs live under ``<data_dir>/stack`` so ``down`` and ``status``
@@ -20,10 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from solaris.airflow_env import bootstrap
 from solaris.config import Settings
-from solaris.ops import health, metadata, mlflow_server, procs
+from solaris.ops import celery_workers, health, metadata, mlflow_server, procs
 from solaris.ops.health import Check
 
 AIRFLOW_USER = "admin"
@@ -34,6 +36,8 @@ AIRFLOW_COMPONENTS = {
     "airflow-triggerer": ("triggerer", "triggerer"),
 }
 REPO = Path(__file__).resolve().parents[2]
+Executor = Literal["local", "celery"]
+EXECUTORS: tuple[Executor, ...] = ("local", "celery")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class StackConfig:
     metadata_url: str | None = None  # an explicit Airflow metadata URL wins over the choice below
     postgres_admin_url: str | None = metadata.DEFAULT_ADMIN_URL  # None: SQLite without trying PostgreSQL
     airflow_database: str = metadata.DEFAULT_DATABASE
+    executor: Executor = "local"
+    broker_url: str = celery_workers.DEFAULT_BROKER_URL  # without its password: $REDIS_PASSWORD adds it
     start_timeout_s: float = 300.0
     stop_timeout_s: float = 30.0
 
@@ -89,7 +95,10 @@ class StackState:
             metadata_url=body["metadata_url"],
             password_file=body["password_file"],
             procs=[procs.Proc(p["name"], p["pid"], p["create_time"], Path(p["log"])) for p in body["procs"]],
-            checks={name: Check(**check) for name, check in body["checks"].items()},
+            checks={
+                name: Check(**check | {"queues": tuple(check.get("queues", ()))})
+                for name, check in body["checks"].items()
+            },
         )
 
 
@@ -122,10 +131,11 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
         raise StackError(f"already in use on {config.host}: {', '.join(taken)}; choose others (--<name>-port)")
 
     metadata_url = choose_metadata_url(settings, config)
+    executor = _executor_env(config, metadata_url)
     say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
     mlflow_url = f"http://{config.host}:{config.mlflow_port}"
     served = settings.with_overrides(mlflow_tracking_uri=mlflow_url)
-    airflow = bootstrap(served, metadata_url) | _airflow_extras(config)
+    airflow = bootstrap(served, metadata_url) | _airflow_extras(config) | executor
     services = _services(settings, served, config, airflow)
 
     logs = stack_dir(settings) / "logs"
@@ -167,15 +177,26 @@ def down(settings: Settings, timeout_s: float = 30.0) -> list[str]:
     return running
 
 
-def status(settings: Settings) -> dict[str, str]:
-    """Each service: ``healthy``, ``running`` (its process is alive, its health check fails) or ``down``."""
+@dataclass(frozen=True)
+class ServiceStatus:
+    """``healthy``, ``running`` (its process is alive, its check fails: for a worker, it does not answer the
+    broker's ping with its queues) or ``down``; ``detail`` names a worker's node and queues."""
+
+    state: str
+    detail: str = ""
+
+
+def status(settings: Settings) -> dict[str, ServiceStatus]:
     state = StackState.load(state_path(settings))
     if state is None:
         return {}
-    return {
-        p.name: ("healthy" if health.probe(state.checks[p.name]) else "running") if p.alive() else "down"
-        for p in state.procs
-    }
+    found = {}
+    for proc in state.procs:
+        check = state.checks[proc.name]
+        alive = ("healthy" if health.probe(check) else "running") if proc.alive() else "down"
+        detail = f"node {check.celery_node}, queues {','.join(check.queues)}" if check.celery_node else ""
+        found[proc.name] = ServiceStatus(alive, detail)
+    return found
 
 
 def airflow_password(state: StackState) -> str:
@@ -210,7 +231,6 @@ def _airflow_extras(config: StackConfig) -> dict[str, str]:
         # stack's; with LocalExecutor the api-server reads task logs from disk and never calls them.
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(log_ports[0]),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(log_ports[1]),
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         # Tasks reach the Execution API here; Airflow's default assumes localhost:8080.
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{config.host}:{config.airflow_port}/execution/",
         # The api-server signs the tasks' tokens, the scheduler issues them: one key for the stack's life.
@@ -219,6 +239,46 @@ def _airflow_extras(config: StackConfig) -> dict[str, str]:
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
     }
+
+
+def _executor_env(config: StackConfig, metadata_url: str) -> dict[str, str]:
+    """The executor's settings, checked before anything starts: Celery needs PostgreSQL and a broker."""
+    if config.executor == "local":
+        return {"AIRFLOW__CORE__EXECUTOR": "LocalExecutor"}
+    if config.executor != "celery":
+        raise StackError(f"executor {config.executor!r}: choose one of {', '.join(EXECUTORS)}")
+    try:
+        backend = celery_workers.result_backend(metadata_url)
+        broker = celery_workers.broker_url(config.broker_url)
+        celery_workers.check_broker(broker)
+    except ValueError as exc:
+        raise StackError(str(exc)) from None
+    return {
+        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+        "AIRFLOW__CELERY__BROKER_URL": broker,
+        "AIRFLOW__CELERY__RESULT_BACKEND": backend,
+    }
+
+
+def _workers(config: StackConfig, base: dict[str, str], airflow: dict[str, str]) -> list[Service]:
+    """One ``airflow celery worker`` per queue, each serving its task logs on a port of its own."""
+    if config.executor != "celery":
+        return []
+    services = []
+    for spec, log_port in zip(celery_workers.WORKERS, health.free_ports(config.host, len(celery_workers.WORKERS))):
+        node = spec.node()
+        argv = [
+            sys.executable, "-m", "airflow", "celery", "worker",
+            "--queues", ",".join(spec.queues), "--concurrency", str(spec.concurrency), "--celery-hostname", node,
+        ]  # fmt: skip
+        env = base | airflow | {
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(log_port),
+            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "solaris.ops.celery_workers.task_hostname",
+            celery_workers.WORKER_NAME_ENV: node,
+        }  # fmt: skip
+        check = Check(_redacted(config.broker_url), celery_node=node, queues=spec.queues)
+        services.append(Service(f"celery-worker-{spec.name}", argv, env, check))
+    return services
 
 
 def _services(settings: Settings, served: Settings, config: StackConfig, airflow: dict[str, str]) -> list[Service]:
@@ -238,6 +298,7 @@ def _services(settings: Settings, served: Settings, config: StackConfig, airflow
         if command == "api-server":
             argv += ["--host", config.host, "--port", str(config.airflow_port)]
         services.append(Service(name, argv, base | airflow, Check(health_url, component)))
+    services += _workers(config, base, airflow)
     solaris = Path(sys.executable).with_name("solaris")
     services.append(
         Service(

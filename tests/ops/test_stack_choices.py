@@ -13,9 +13,9 @@ import psycopg
 import pytest
 
 from solaris.config import Settings
-from solaris.ops import mlflow_server
+from solaris.ops import celery_workers, mlflow_server
 from solaris.ops.health import free_ports
-from solaris.ops.stack import StackConfig, choose_metadata_url, state_path
+from solaris.ops.stack import StackConfig, StackError, choose_metadata_url, state_path, up
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 
@@ -81,3 +81,47 @@ def test_mlflow_server_config_errors_name_the_key(tmp_path: Path) -> None:
     bad.write_text('[server]\nhost = "h"\nport = 1\nworkers = 1\nserve_artifacts = true\nthreads = 2\n')
     with pytest.raises(ValueError, match="unknown keys \\['threads'\\]"):
         mlflow_server.ServerConfig.load(bad)
+
+
+def _free_port_config(**choices: object) -> StackConfig:
+    airflow, mlflow, ranker = free_ports("127.0.0.1", 3)
+    return StackConfig(airflow_port=airflow, mlflow_port=mlflow, ranker_port=ranker, **choices)  # type: ignore[arg-type]
+
+
+def test_celery_stack_refuses_sqlite_metadata_and_starts_nothing(settings: Settings) -> None:
+    with pytest.raises(StackError, match="Celery executor needs PostgreSQL"):
+        up(settings, _free_port_config(executor="celery", postgres_admin_url=None), say=lambda _: None)
+    assert not state_path(settings).exists()
+
+
+def test_celery_stack_refuses_a_broker_that_does_not_answer(settings: Settings) -> None:
+    (closed,) = free_ports("127.0.0.1", 1)
+    config = _free_port_config(
+        executor="celery", metadata_url="postgresql+psycopg://postgres@127.0.0.1:5432/unused",
+        broker_url=f"redis://127.0.0.1:{closed}/0",
+    )  # fmt: skip
+    with pytest.raises(StackError, match=f"broker at redis://127.0.0.1:{closed}/0 does not answer"):
+        up(settings, config, say=lambda _: None)
+    assert not state_path(settings).exists()
+
+
+def test_broker_password_comes_from_the_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(celery_workers.BROKER_PASSWORD_ENV, raising=False)
+    assert celery_workers.broker_url("redis://127.0.0.1:6379/2") == "redis://127.0.0.1:6379/2"
+    monkeypatch.setenv(celery_workers.BROKER_PASSWORD_ENV, "s3cret")
+    assert celery_workers.broker_url("redis://127.0.0.1:6379/2") == "redis://:s3cret@127.0.0.1:6379/2"
+    with pytest.raises(ValueError, match="REDIS_PASSWORD, not in the URL"):
+        celery_workers.broker_url("redis://:inline@127.0.0.1:6379/2")
+    with pytest.raises(ValueError, match="expected redis://"):
+        celery_workers.broker_url("amqp://127.0.0.1:5672//")
+
+
+def test_each_worker_names_itself_to_the_tasks_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name a task instance records as its hostname, so the REST API says which worker ran it."""
+    nodes = {spec.name: spec.node("host") for spec in celery_workers.WORKERS}
+    assert nodes == {"default": "default@host", "gpu": "gpu@host"}
+    assert {spec.name: spec.queues for spec in celery_workers.WORKERS} == {"default": ("default",), "gpu": ("gpu",)}
+    monkeypatch.setenv(celery_workers.WORKER_NAME_ENV, nodes["gpu"])
+    assert celery_workers.task_hostname() == "gpu@host"
+    monkeypatch.delenv(celery_workers.WORKER_NAME_ENV)
+    assert celery_workers.task_hostname() == socket.getfqdn()
