@@ -54,19 +54,15 @@ def broker_url(url: str = DEFAULT_BROKER_URL) -> str:
 
 
 def check_broker(url: str, timeout_s: float = 3.0) -> None:
-    """Refuse a broker that does not answer now, instead of workers that retry it silently."""
+    """Refuse a broker that does not answer now, instead of workers that retry it silently; the message
+    carries no URL, since ``url`` may hold the password."""
     from kombu import Connection
 
     with Connection(url, connect_timeout=timeout_s) as connection:
         try:
             connection.ensure_connection(max_retries=1, timeout=timeout_s)
         except Exception as exc:  # kombu re-raises the transport's own error types
-            raise ValueError(f"the Celery broker at {_without_password(url)} does not answer: {exc}") from None
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=f"{parts.hostname}:{parts.port or 6379}")) if parts.password else url
+            raise ValueError(f"does not answer: {exc}") from None
 
 
 def result_backend(metadata_url: str) -> str:
@@ -79,18 +75,21 @@ def result_backend(metadata_url: str) -> str:
     return f"db+{metadata_url}"
 
 
-def answering(url: str, timeout_s: float = 2.0) -> dict[str, list[str]]:
-    """Every worker that answers on the broker at ``url``, with the queues it consumes."""
+def consumed_queues(url: str, node: str, timeout_s: float = 2.0) -> list[str] | None:
+    """The queues worker ``node`` consumes, asked on the broker at ``url``; None when it does not answer.
+
+    Addressed to that node, so the broadcast returns on its reply instead of waiting out ``timeout_s``.
+    """
     from celery import Celery
 
     app = Celery(broker=url)
     try:
-        queues = app.control.inspect(timeout=timeout_s).active_queues() or {}
+        answers = app.control.inspect(destination=[node], timeout=timeout_s).active_queues() or {}
     except OSError:  # broker unreachable
-        return {}
+        return None
     finally:
         app.close()
-    return {node: sorted(q["name"] for q in consumed) for node, consumed in queues.items()}
+    return sorted(q["name"] for q in answers[node]) if node in answers else None
 
 
 def task_hostname() -> str:

@@ -40,8 +40,8 @@ def probe(check: Check, timeout_s: float = 2.0) -> bool:
     if check.celery_node is not None:
         from solaris.ops import celery_workers
 
-        answering = celery_workers.answering(celery_workers.broker_url(check.url), timeout_s)
-        return set(check.queues) <= set(answering.get(check.celery_node, ()))
+        queues = celery_workers.consumed_queues(celery_workers.broker_url(check.url), check.celery_node, timeout_s)
+        return queues is not None and set(check.queues) <= set(queues)
     try:
         with urllib.request.urlopen(check.url, timeout=timeout_s) as answer:  # noqa: S310 (our own URLs)
             return answer.status == 200 and check.passes(answer.read())

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from solaris.airflow_env import bootstrap
 from solaris.config import Settings
@@ -37,7 +37,7 @@ AIRFLOW_COMPONENTS = {
 }
 REPO = Path(__file__).resolve().parents[2]
 Executor = Literal["local", "celery"]
-EXECUTORS: tuple[Executor, ...] = ("local", "celery")
+EXECUTORS: tuple[Executor, ...] = get_args(Executor)
 
 
 @dataclass(frozen=True)
@@ -250,9 +250,12 @@ def _executor_env(config: StackConfig, metadata_url: str) -> dict[str, str]:
     try:
         backend = celery_workers.result_backend(metadata_url)
         broker = celery_workers.broker_url(config.broker_url)
-        celery_workers.check_broker(broker)
     except ValueError as exc:
         raise StackError(str(exc)) from None
+    try:
+        celery_workers.check_broker(broker)
+    except ValueError as exc:
+        raise StackError(f"the Celery broker at {config.broker_url} {exc}") from None
     return {
         "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
         "AIRFLOW__CELERY__BROKER_URL": broker,
@@ -276,7 +279,7 @@ def _workers(config: StackConfig, base: dict[str, str], airflow: dict[str, str])
             "AIRFLOW__CORE__HOSTNAME_CALLABLE": "solaris.ops.celery_workers.task_hostname",
             celery_workers.WORKER_NAME_ENV: node,
         }  # fmt: skip
-        check = Check(_redacted(config.broker_url), celery_node=node, queues=spec.queues)
+        check = Check(config.broker_url, celery_node=node, queues=spec.queues)  # refused earlier if it held a password
         services.append(Service(f"celery-worker-{spec.name}", argv, env, check))
     return services
 
