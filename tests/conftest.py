@@ -64,19 +64,24 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], FeatureStore]]:
-    """Opens a new, empty, initialised store per call (the property test needs one per example)."""
+def make_store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., FeatureStore]]:
+    """Opens a new, empty, initialised store per call (the property test needs one per example), or with
+    ``same_as`` another handle on that store's database (what a second process, a ranker, opens)."""
     opened: list[FeatureStore] = []
+    configs: dict[int, SqliteStoreConfig | PostgresStoreConfig] = {}
     schemas: list[str] = []
     pg_url = request.getfixturevalue("pg_url") if backend == "postgres" else None
 
-    def make() -> FeatureStore:
-        if pg_url is None:
+    def make(same_as: FeatureStore | None = None) -> FeatureStore:
+        if same_as is not None:
+            config = configs[id(same_as)]
+        elif pg_url is None:
             config = SqliteStoreConfig(tmp_path / f"store_{uuid.uuid4().hex[:8]}.db")
         else:
             schemas.append(f"t_{uuid.uuid4().hex[:12]}")
             config = PostgresStoreConfig(pg_url, schema=schemas[-1], pool_size=12)
         opened.append(open_store(config, init=True))
+        configs[id(opened[-1])] = config
         return opened[-1]
 
     yield make

@@ -23,7 +23,7 @@ from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import PostgresStoreConfig
 from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.pgcopy import binary_copy_payload
-from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
+from solaris.store.sql_store import SqlFeatureStore
 from solaris.store.sqlfiles import statements
 
 PARTITION_PREFIX = "pair_embeddings_h"
@@ -146,6 +146,7 @@ class PostgresFeatureStore(SqlFeatureStore):
                 for item, packed in zip(items.tolist(), lists, strict=True)]  # fmt: skip
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_item_neighbours"), rows)
+            conn.exec_driver_sql(self._sql("bump_item_list_generation"), {"version": stamp.version})
         with self._engine.connect() as conn:
             self._analyze_if_stale(conn, "item_neighbours")
 
@@ -188,5 +189,5 @@ class PostgresFeatureStore(SqlFeatureStore):
         params = self._expiry_params(t, batch_size)
         dropped = self._drop_expired_partitions(params["t"])
         with self._engine.connect() as conn:
-            counts = {table: self._expire_in_batches(conn, table, params) for table in EXPIRING_TABLES}
+            counts = self._expire_tables(conn, params)
         return counts | {"pair_partitions_dropped": dropped}

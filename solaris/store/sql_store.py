@@ -31,6 +31,7 @@ from solaris.store.base import (
 )
 from solaris.store.codec import MICROS_PER_HOUR, encode_lists, from_micros, to_micros
 from solaris.store.combine import PairIndex, TierRows, assemble
+from solaris.store.item_lists import ItemListCache
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
 
@@ -56,6 +57,7 @@ class SqlFeatureStore(FeatureStore):
         # Versions never change once registered, so the serving path looks each one up once.
         self._versions: dict[str, EmbeddingVersion] = {}
         self._readers = ReaderConnections(self._open_reader)
+        self._item_lists = ItemListCache()
 
     @property
     def engine(self) -> Engine:
@@ -85,6 +87,12 @@ class SqlFeatureStore(FeatureStore):
     @abstractmethod
     def _read_tier_rows(self, conn: Any, params: dict[str, Any], timeout_s: float | None) -> TierRows:
         """``read_tiers`` run on a reader connection, its answer as columns (``timeout_s``: local_reads only)."""
+
+    def _read_item_lists(self, conn: Any, version: str) -> list[tuple]:
+        """Every list of ``version`` on a reader connection, unbounded by the request's timeout: a load runs
+        once per version each time its lists change (4,000 items: about 5 ms), and one cut short on every
+        request would never serve the tier."""
+        return conn.execute(self._sql("read_item_lists"), {"version": version}).fetchall()
 
     def init_schema(self) -> None:
         with self._engine.begin() as conn:
@@ -239,7 +247,10 @@ class SqlFeatureStore(FeatureStore):
         params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
         with self._readers.connection() as conn:
             rows = self._read_tier_rows(conn, params, timeout_s)
-        return assemble(index, rows, ver.dim, ver.dtype)
+            listed = self._item_lists.lists_at(
+                version, rows.list_generation(), index.items, params["t"], lambda: self._read_item_lists(conn, version)
+            )
+        return assemble(index, rows, listed, ver.dim, ver.dtype)
 
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
         self.get_embedding_version(version)
@@ -267,6 +278,14 @@ class SqlFeatureStore(FeatureStore):
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise StoreError(f"batch_size={batch_size!r}: expected a positive integer")
         return {"t": to_micros(t, "t"), "batch_size": batch_size}
+
+    def _expire_tables(self, conn: Connection, params: dict[str, int]) -> dict[str, int]:
+        """Expire every table's rows; deleted item lists move every version's list generation (readers reload)."""
+        counts = {table: self._expire_in_batches(conn, table, params) for table in EXPIRING_TABLES}
+        if counts["item_neighbours"]:
+            conn.exec_driver_sql(self._sql("bump_all_item_list_generations"))
+            conn.commit()
+        return counts
 
     def _expire_in_batches(self, conn: Connection, table: str, params: dict[str, int]) -> int:
         """Delete a table's expired rows one bounded transaction at a time, so no lock is held for long."""

@@ -18,7 +18,7 @@ from solaris.store import validate
 from solaris.store.base import StoreReadTimeout
 from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import SqliteStoreConfig
-from solaris.store.sql_store import EXPIRING_TABLES, SqlFeatureStore
+from solaris.store.sql_store import SqlFeatureStore
 
 # SQLite calls the deadline check every this many VM steps: ~100 checks in a 2 ms read.
 PROGRESS_STEPS = 10_000
@@ -118,6 +118,7 @@ class SqliteFeatureStore(SqlFeatureStore):
                    repeat(stamp.run_id))  # fmt: skip
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_item_neighbours"), list(rows))
+            conn.exec_driver_sql(self._sql("bump_item_list_generation"), {"version": stamp.version})
             self._analyze_if_never(conn, "item_neighbours")
 
     def _write_exposure(self, batch: validate.ExposureBatch) -> None:
@@ -137,5 +138,5 @@ class SqliteFeatureStore(SqlFeatureStore):
     def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
         params = self._expiry_params(t, batch_size)
         with self._engine.connect() as conn:
-            counts = {table: self._expire_in_batches(conn, table, params) for table in EXPIRING_TABLES}
+            counts = self._expire_tables(conn, params)
         return counts | {"pair_partitions_dropped": 0}

@@ -75,6 +75,12 @@ def build_metadata(dialect: str) -> MetaData:
         *_times(),
         Column("run_id", Text, nullable=False),
     )
+    Table(
+        "item_list_generations",
+        md,
+        Column("version_id", Text, primary_key=True),
+        Column("generation", BigInteger, nullable=False),
+    )
     exposure = Table(
         "exposure_counts",
         md,

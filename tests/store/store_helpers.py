@@ -13,7 +13,7 @@ T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 DIM = 8
 
-StoreFactory = Callable[[], FeatureStore]
+StoreFactory = Callable[..., FeatureStore]  # make_store: a new store, or same_as=store
 
 
 def vecs(n: int, seed: int = 0, dim: int = DIM) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from store_helpers import DIM, HOUR, T0, count_rows, vecs
+from store_helpers import DIM, HOUR, T0, StoreFactory, count_rows, vecs
 
 from solaris.store import FeatureStore, StoreError
 from solaris.store.codec import decode_lists
@@ -154,3 +154,35 @@ def test_init_schema_adds_the_item_lists_to_a_store_made_before_them(store: Feat
     store.init_schema()
     assert put_list(store, version, 10, [20], [0.5]) == 1
     assert count_rows(store, "item_neighbours") == 1
+
+
+def test_a_reader_serves_the_lists_another_process_wrote_or_expired_after_its_last_read(
+    make_store: StoreFactory,
+) -> None:
+    """The ranker holds each version's lists in memory; a rerun of the hour that rewrites them under the same
+    stamp, and an expiry that deletes them, reach it by the lists' generation, on its next read."""
+    reader = make_store()
+    writer = make_store(same_as=reader)  # the precompute's own connection to the same database
+    version = writer.register_embedding_version("3", "2", DIM, created_at=T0)
+    v = vecs(2, seed=28)
+    put_pair(writer, version, 1, 20, v[0], expires=H + 10 * HOUR)
+    put_pair(writer, version, 1, 21, v[1], expires=H + 10 * HOUR)
+    put_list(writer, version, 10, [20], [0.5])
+    np.testing.assert_allclose(reader.read_tiers(version, 1, np.array([10]), H).a2a[0], v[0], **TOL)
+    put_list(writer, version, 10, [21], [0.5])
+    np.testing.assert_allclose(reader.read_tiers(version, 1, np.array([10]), H).a2a[0], v[1], **TOL)
+    assert writer.expire(H + 5 * HOUR)["item_neighbours"] == 1
+    assert not reader.read_tiers(version, 1, np.array([10]), H).a2a_mask.any()  # as the table has it now
+
+
+def test_lists_written_before_their_generations_are_served_once_the_schema_is_initialised(
+    store: FeatureStore, version: str
+) -> None:
+    v = vecs(1, seed=29)
+    put_pair(store, version, 1, 20, v[0])
+    put_list(store, version, 10, [20], [0.5])
+    with store.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql("DELETE FROM item_list_generations")  # as a store from before them
+    assert not store.read_tiers(version, 1, np.array([10]), H).a2a_mask.any()
+    store.init_schema()
+    np.testing.assert_allclose(store.read_tiers(version, 1, np.array([10]), H).a2a[0], v[0], **TOL)

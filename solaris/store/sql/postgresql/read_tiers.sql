@@ -3,7 +3,10 @@
 --                 A2A tier needs the user's codes for the items like the requested ones)
 --   1 aggregate:  user_id, vector (item_id -1)
 --   2 neighbour:  user_id, item_id, similarity, vector (a fresh neighbour's fresh pair; similarity > 0)
---   3 item list:  item_id, its slot count (as similarity), its packed list of similar items (user_id -1)
+--   3 item lists: the generation of the version's item lists (in user_id; no row if it has none), no bytes:
+--                 the reader holds the lists in memory and reloads them when the generation moved
+--                 (read_item_lists.sql), since they change once an hour; reading the requested items'
+--                 200 rows here cost 0.6-0.8 ms (bench_store, 1M pair rows)
 --   4 exposure:   user_id, its item count (as similarity), its packed counters (item_id -1; any version)
 -- and come back as one row of columns (arrays, and the rows' bytes back to back, in the same order),
 -- read in binary straight into numpy: one result row, not one Python tuple per tier row.
@@ -11,12 +14,10 @@
 -- of the users x items answer and matches the A2A tier's lists to the user's pairs in numpy. The pair table
 -- is read by one bitmap scan per live partition for the users, one for their neighbours (an array of
 -- keys, the items kept by a hash of the requested ones), each neighbour pair joined by hash to the users
--- it answers. An item list is one row per requested item, found by its key: one row per item, not one per
--- (item, similar item). Measured with bench_store (1M pair rows, 20 similar items): the join done here over
--- one row per entry made the read 2-2.5x slower at p50 than without the tier; packed lists matched in
--- numpy, 1.7x. The plan is pinned by
--- the reader session (read_session.sql): hash joins only and one generic plan, whatever the statistics of
--- the partitions say.
+-- it answers. The plan is pinned by the reader session (read_session.sql): hash joins only and one generic
+-- plan, whatever the statistics of the partitions say.
+-- A user's counters are found by their key alone (expires_at + 0: no index on it): the generic plan ANDed
+-- in a bitmap of the expires_at index, every user's counters, for one row (0.5 ms of the read).
 -- Point in time: every table is read with created_at <= t < expires_at, so a read for an earlier hour never
 -- sees a row written for a later one. expires_at > t prunes the partitions; created_at <= t is a filter on
 -- the rows the bitmap heap scans fetch anyway (for their vectors), so it needs no index. Each table keeps
@@ -40,10 +41,9 @@ WITH neighbours AS MATERIALIZED (
       AND p.user_id = ANY(ARRAY(SELECT neighbour_id FROM neighbours))
       AND p.item_id IN (SELECT unnest(%(items)s::bigint[]))
     UNION ALL
-    SELECT 3, -1, item_id, (length(neighbours) / 8)::real, neighbours
-    FROM item_neighbours
-    WHERE version_id = %(version)s AND item_id = ANY(%(items)s::bigint[])
-      AND created_at <= %(t)s AND expires_at > %(t)s
+    SELECT 3, generation, -1, 0, ''::bytea
+    FROM item_list_generations
+    WHERE version_id = %(version)s
     UNION ALL
     SELECT 1, user_id, -1, 0, vector
     FROM user_aggregates
@@ -52,7 +52,7 @@ WITH neighbours AS MATERIALIZED (
     UNION ALL
     SELECT 4, user_id, -1, item_count::real, counts
     FROM exposure_counts
-    WHERE user_id = ANY(%(users)s::bigint[]) AND created_at <= %(t)s AND expires_at > %(t)s
+    WHERE user_id = ANY(%(users)s::bigint[]) AND created_at <= %(t)s AND expires_at + 0 > %(t)s
 )
 SELECT coalesce(array_agg(tier), '{}'), coalesce(array_agg(user_id), '{}'), coalesce(array_agg(item_id), '{}'),
        coalesce(array_agg(similarity), '{}'), coalesce(string_agg(vector, ''::bytea), ''::bytea)

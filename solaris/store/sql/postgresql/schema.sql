@@ -65,6 +65,18 @@ CREATE TABLE IF NOT EXISTS item_neighbours (
 );
 CREATE INDEX IF NOT EXISTS item_neighbours_expires_at ON item_neighbours (expires_at);
 
+-- Each version's item lists carry a generation, moved in the transaction of every write of its lists and of
+-- every expiry that deletes lists: the lists change once an hour, so a reader holds a version's lists in
+-- memory and reads only their generation with each request (solaris/store/item_lists.py).
+CREATE TABLE IF NOT EXISTS item_list_generations (
+    version_id TEXT NOT NULL PRIMARY KEY,
+    generation BIGINT NOT NULL
+);
+-- Lists written before generations existed get one.
+INSERT INTO item_list_generations (version_id, generation)
+SELECT DISTINCT version_id, 1 FROM item_neighbours WHERE true
+ON CONFLICT (version_id) DO NOTHING;
+
 -- Each user's impression counters (solaris/exposure.py), one row per user, not scoped to an embedding
 -- version: its count per window, then the item ids it was shown, then each one's count per window, as
 -- little-endian int32 (codec.encode_exposure); item_count says how many items. A read fetches the requested

@@ -1,0 +1,4 @@
+-- A version's lists changed: readers holding them reload them (in the transaction of the write).
+INSERT INTO item_list_generations (version_id, generation)
+VALUES (:version, 1)
+ON CONFLICT (version_id) DO UPDATE SET generation = generation + 1
