@@ -46,8 +46,7 @@ def main(argv: list[str]) -> int:
         plan = DemandPlan(train_hours=12, valid_hours=2, fit=FitConfig(epochs=3, batch_size=4096, progress=False, threads=2))
         model = train_demand(log, at, TTL, plan).model
         pool, _ = labelled_pool(log, at, TTL)
-        users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
-        features, t_features = timed(lambda: demand_features(log, users, items, at, TTL))
+        features, t_features = timed(lambda: demand_features(log, pool, at, TTL))
         probs, t_predict = timed(lambda: predict(model, features))
         scored = pool.assign(score=pair_values(probs, np.ones(len(probs))))
         _, t_cut = timed(lambda: select_within_budget(scored, BUDGET))

@@ -139,6 +139,7 @@ def _empty() -> pd.DataFrame:
             "user_id": pd.Series(dtype=np.int64),
             "item_id": pd.Series(dtype=np.int64),
             "source": pd.Categorical([], categories=SOURCES),
+            "covisit_strength": pd.Series(dtype=np.int64),
         }
     )
 
@@ -172,30 +173,20 @@ def _shown(
     return shown, users, items.astype(np.int64)
 
 
-def covisit_strength(
-    table: pa.Table, start: datetime, config: CandidateConfig
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(user_id, item_id, strength)`` of every pair the co-visit source finds in ``table`` (the lookback's
-    requests), with the summed co-visit count it ranks them by; the demand model reads the same figure."""
-    shown, users, items = _shown(table, as_utc(start), config)
-    if not len(shown.item):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    covisits = _covisitation(shown, len(items), config.covisit_head, config.covisit_top_k)
-    user, partner, strength = _covisited(shown, covisits, len(items), config.covisit_seeds)
-    return users[user], items[partner], strength
-
-
 def generate_candidates(
     log: EventLog,
     interval_start: datetime,
     interval_end: datetime,
     config: CandidateConfig = CandidateConfig(),  # noqa: B008 (frozen, so sharing it is safe)
 ) -> pd.DataFrame:
-    """Candidate pairs ``[user_id, item_id, source]`` for serving ``[interval_start, interval_end)``.
+    """Candidate pairs ``[user_id, item_id, source, covisit_strength]`` for serving ``[interval_start, interval_end)``.
 
     Reads requests in ``[interval_start - lookback, interval_start)`` only; ``interval_end`` just bounds
     the interval named in errors. Each pair appears once, under its highest-priority source; no user has
     more than ``per_user_cap`` pairs. Rows are grouped by user id, each user's best pairs first.
+    ``covisit_strength`` is the summed co-visit count the co-visit source ranks a pair by, whichever source
+    kept it (0 where co-visitation does not find it): the demand model reads it from here, not by counting
+    co-visits again.
     """
     start, end = as_utc(interval_start), as_utc(interval_end)
     if end <= start:
@@ -206,9 +197,10 @@ def generate_candidates(
         return _empty()
     n_items = len(items)
     covisits = _covisitation(shown, n_items, config.covisit_head, config.covisit_top_k)
+    covisited = _covisited(shown, covisits, n_items, config.covisit_seeds)
     parts = [
         _recent(shown, config.recent_requests),
-        _covisited(shown, covisits, n_items, config.covisit_seeds),
+        covisited[:2],
         _popular(shown, len(users), n_items, config.popular_items),
     ]
     user = np.concatenate([p[0] for p in parts])
@@ -223,8 +215,22 @@ def generate_candidates(
             "user_id": users[user[rows]],
             "item_id": items[item[rows]],
             "source": pd.Categorical.from_codes(priority[rows], categories=SOURCES),
+            "covisit_strength": _strength_of(covisited, user[rows] * n_items + item[rows], n_items),
         }
     )
+
+
+def _strength_of(covisited: tuple[np.ndarray, ...], keys: np.ndarray, n_items: int) -> np.ndarray:
+    """The co-visit strength of each (user code * n_items + item code) key, 0 where co-visitation has none."""
+    user, partner, strength = covisited
+    found = user * n_items + partner  # distinct: _covisited sums each pair's counts
+    out = np.zeros(len(keys), np.int64)
+    if len(found):
+        order = np.argsort(found)
+        at = np.minimum(np.searchsorted(found[order], keys), len(order) - 1)
+        hit = found[order][at] == keys
+        out[hit] = strength[order][at[hit]]
+    return out
 
 
 def count_by_source(candidates: pd.DataFrame) -> dict[str, int]:

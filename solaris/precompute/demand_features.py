@@ -18,17 +18,16 @@ import math
 from datetime import datetime, timedelta
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.models.features import check_ids, pair_key
-from solaris.precompute.candidates import EPOCH, CandidateConfig, covisit_strength
+from solaris.precompute.candidates import EPOCH
 
 LOOKBACK = timedelta(hours=24)
-# Co-visitation as the candidate generator counts it (its default config: the precompute's pool).
-COVISIT = CandidateConfig()
 NAMES = (
     "user_hours_since_last",
     "user_requests_1h",
@@ -50,19 +49,18 @@ NAMES = (
 )
 
 
-def demand_features(
-    log: EventLog, user_ids: np.ndarray, item_ids: np.ndarray, at: datetime, ttl_hours: int
-) -> np.ndarray:
-    """``[n, len(NAMES)]`` float32 features of each pair as of ``at`` (requests in ``[at - 24 h, at)``).
+def demand_features(log: EventLog, pool: pd.DataFrame, at: datetime, ttl_hours: int) -> np.ndarray:
+    """``[n, len(NAMES)]`` float32 features of each pair of the pool as of ``at`` (requests in ``[at - 24 h,
+    at)``): a pool as the candidate generator makes it, whose ``covisit_strength`` is its own co-visit count.
 
     ``ttl_hours`` is the window the pair would be fresh for: "same time yesterday" counts the user's
     requests in ``[at - 24 h, at - 24 h + ttl)``.
     """
     at = as_utc(at)
-    users = np.asarray(user_ids, np.int64)
-    items = np.asarray(item_ids, np.int64)
+    users = pool["user_id"].to_numpy(np.int64)
+    items = pool["item_id"].to_numpy(np.int64)
     table = log.requests(at - LOOKBACK, at, columns=["ts", "user_id", "candidates"])
-    return _features(table, users, items, at, ttl_hours)
+    return _features(table, users, items, pool["covisit_strength"].to_numpy(np.float64), at, ttl_hours)
 
 
 def columns(features: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
@@ -79,7 +77,9 @@ def _ages_hours(ts: pa.ChunkedArray, at: datetime) -> np.ndarray:
     return ((at - EPOCH) // timedelta(microseconds=1) - micros) / (HOUR / timedelta(microseconds=1))
 
 
-def _features(table: pa.Table, users: np.ndarray, items: np.ndarray, at: datetime, ttl_hours: int) -> np.ndarray:
+def _features(
+    table: pa.Table, users: np.ndarray, items: np.ndarray, covisit_strength: np.ndarray, at: datetime, ttl_hours: int
+) -> np.ndarray:
     n, horizon = len(users), LOOKBACK / HOUR
     out = np.zeros((n, len(NAMES)), np.float32)
     column = {name: i for i, name in enumerate(NAMES)}
@@ -129,12 +129,8 @@ def _features(table: pa.Table, users: np.ndarray, items: np.ndarray, at: datetim
     user_24h = np.expm1(out[:, column["user_requests_24h"]])
     out[:, column["pair_share_of_user_requests"]] = times_listed / np.maximum(user_24h, 1)
 
-    # co-visitation: the candidate generator's own score for the pair (0 where it would not propose it)
-    covisit_users, covisit_items, strength = covisit_strength(table, at, COVISIT)
-    covisit_keys = _pair_key(covisit_users, covisit_items)
-    by_key = np.argsort(covisit_keys)  # _lookup's positions index the sorted keys
-    at_pair, found = _lookup(covisit_keys, _pair_key(users, items))
-    out[:, column["pair_covisit_strength"]] = np.log1p(_gather(strength[by_key], at_pair, found, 0))
+    # co-visitation: the candidate generator's own score for the pair (0 where it does not find it)
+    out[:, column["pair_covisit_strength"]] = np.log1p(covisit_strength)
 
     # the item's popularity in retrieval, now and over the day
     listed_item = listed_item[order]

@@ -60,9 +60,12 @@ def selection_budget(n_pairs: int, top_fraction: float) -> int:
 
 
 def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFrame:
-    """The run's pool ``[user_id, item_id, source]``: candidates plus re-queued pairs, each pair once.
+    """The run's pool ``[user_id, item_id, source, covisit_strength]``: candidates plus re-queued pairs, each
+    pair once.
 
-    A pair that is both a candidate and a re-queued miss is labelled ``requeue``, so it is forced.
+    A pair that is both a candidate and a re-queued miss is labelled ``requeue``, so it is forced, and keeps
+    the candidate's co-visit strength; one the generator did not keep has none (0), like any pair it would
+    not propose.
     """
     req_users, req_items = _pair_arrays(requeued, "re-queued pairs")
     cand_users, cand_items = _pair_arrays(candidates, "candidates")
@@ -72,12 +75,18 @@ def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFra
     if (codes < 0).any():
         bad = np.flatnonzero(codes < 0)[0] - len(req_users)
         raise ValueError(f"candidates: row {bad} has source {candidates['source'].iloc[bad]!r}")
-    keep = first_per_key(pair_keys(users, items)[0])
+    keys = pair_keys(users, items)[0]
+    keep = first_per_key(keys)
+    strength = np.r_[np.zeros(len(req_users), np.int64), candidates["covisit_strength"].to_numpy(np.int64)]
+    pair, per_row = np.unique(keys, return_inverse=True)
+    per_pair = np.zeros(len(pair), np.int64)
+    np.maximum.at(per_pair, per_row, strength)  # a re-queued candidate keeps the candidate's strength
     return pd.DataFrame(
         {
             "user_id": users[keep],
             "item_id": items[keep],
             "source": pd.Categorical.from_codes(codes[keep], categories=POOL_SOURCES),
+            "covisit_strength": per_pair[per_row[keep]],
         }
     )
 

@@ -87,9 +87,9 @@ def by_budget(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeL
             f"solaris-demand version {run.demand_version} predicts requests within {model.config.ttl_hours} h, but "
             f"this run's ttl_hours is {run.params.ttl_hours}: train one with --ttl-hours {run.params.ttl_hours}"
         )
-    users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
+    users = pool["user_id"].to_numpy(np.int64)
     features = columns(
-        demand_features(EventLog(settings.world_dir()), users, items, run.interval_start, run.params.ttl_hours),
+        demand_features(EventLog(settings.world_dir()), pool, run.interval_start, run.params.ttl_hours),
         model.config.features,
     )
     gain = model.config.gain(with_aggregate(codes, users, run.interval_start, run.params.window_hours))

@@ -64,7 +64,7 @@ def hour_rows(log: EventLog, at: datetime, ttl_hours: int, negative_rate: float,
     pool, requested = labelled_pool(log, at, ttl_hours)
     keep = requested | (rng.random(len(pool)) < negative_rate)
     pool, requested = pool[keep], requested[keep]
-    x = demand_features(log, pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64), at, ttl_hours)
+    x = demand_features(log, pool, at, ttl_hours)
     return Rows(x, requested.astype(np.float32))
 
 

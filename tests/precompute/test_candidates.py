@@ -86,7 +86,7 @@ def test_max_users_keeps_the_most_recently_active(make_log: LogFactory) -> None:
 
 def test_empty_window_gives_an_empty_typed_frame(make_log: LogFactory) -> None:
     frame = generate_candidates(make_log(BASE), START - timedelta(hours=48), START, CandidateConfig())
-    assert frame.empty and list(frame.columns) == ["user_id", "item_id", "source"]
+    assert frame.empty and list(frame.columns) == ["user_id", "item_id", "source", "covisit_strength"]
     assert frame["user_id"].dtype == "int64"
 
 

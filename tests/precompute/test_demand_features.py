@@ -6,7 +6,7 @@ import math
 from datetime import timedelta
 
 import numpy as np
-
+import pandas as pd
 import pytest
 
 from solaris.precompute.candidates import generate_candidates
@@ -26,8 +26,13 @@ REQUESTS = [
 PAIRS = ([1, 1, 1, 2, 3], [11, 12, 99, 10, 10])
 
 
-def features(make_log: LogFactory, requests: list) -> dict[str, np.ndarray]:
-    x = demand_features(make_log(requests), np.array(PAIRS[0]), np.array(PAIRS[1]), AT, ttl_hours=4)
+def pool(strength: list[int] | None = None) -> pd.DataFrame:
+    strength = [0] * len(PAIRS[0]) if strength is None else strength
+    return pd.DataFrame({"user_id": PAIRS[0], "item_id": PAIRS[1], "covisit_strength": strength})
+
+
+def features(make_log: LogFactory, requests: list, strength: list[int] | None = None) -> dict[str, np.ndarray]:
+    x = demand_features(make_log(requests), pool(strength), AT, ttl_hours=4)
     return {name: x[:, j] for j, name in enumerate(NAMES)}
 
 
@@ -67,15 +72,15 @@ def test_requests_at_or_after_the_time_are_invisible(make_log: LogFactory) -> No
 
 def test_covisitation_is_the_generators_own_score(make_log: LogFactory) -> None:
     # heads: [10, 11, 12] and [11, 13] co-occur; user 1's seeds are 11, 13, 12, 10 (newest first), user 2's 10
-    f = features(make_log, REQUESTS)
-    # (1, 11): partner of 13, 12 and 10 once each; (1, 12): of 11 and 10; (1, 99), (2, 10) and (3, 10): none
+    found = generate_candidates(make_log(REQUESTS), AT, AT + H)
+    strength = {(u, i): c for u, i, c in zip(found["user_id"], found["item_id"], found["covisit_strength"], strict=True)}
+    # (1, 11): partner of 13, 12 and 10 once each; (1, 12): of 11 and 10; (1, 10): of 11 and 12 (kept as recent)
+    assert [strength[1, 11], strength[1, 12], strength[1, 10]] == [3, 2, 2]
+    # user 2's co-visit source offers 11 and 12 (partners of its seed 10, once each); 10 itself is recent
+    proposed = found.query("user_id == 2 and source == 'covisit'")
+    assert sorted(proposed["item_id"]) == [11, 12] and [strength[2, 11], strength[2, 12], strength[2, 10]] == [1, 1, 0]
+    f = features(make_log, REQUESTS, strength=[3, 2, 0, 0, 0])  # the pool's figure, as the feature reads it
     np.testing.assert_allclose(np.expm1(f["pair_covisit_strength"]), [3, 2, 0, 0, 0], atol=1e-5)
-    log = make_log(REQUESTS)
-    users, items = np.array([2, 2, 2]), np.array([10, 11, 12])
-    strength = demand_features(log, users, items, AT, ttl_hours=4)[:, NAMES.index("pair_covisit_strength")]
-    proposed = generate_candidates(log, AT, AT + H).query("user_id == 2 and source == 'covisit'")
-    assert sorted(proposed["item_id"]) == [11, 12]  # what the generator's co-visit source offers user 2
-    np.testing.assert_allclose(np.expm1(strength), [0, 1, 1], atol=1e-6)
 
 
 def test_a_model_reads_its_own_columns_by_name() -> None:

@@ -106,14 +106,17 @@ def test_forced_pairs_are_added_outside_budget_and_cap() -> None:
 
 def test_add_requeued_labels_overlaps_requeue_and_keeps_each_pair_once() -> None:
     sources = pd.Categorical(["recent", "covisit", "popular"])
-    candidates = pd.DataFrame({"user_id": [1, 1, 2], "item_id": [10, 11, 10], "source": sources})
+    candidates = pd.DataFrame(
+        {"user_id": [1, 1, 2], "item_id": [10, 11, 10], "source": sources, "covisit_strength": [4, 7, 0]}
+    )
     requeued = pd.DataFrame({"user_id": [1, 3], "item_id": [11, 30], "source": [REQUEUE] * 2})
     pool = add_requeued(candidates, requeued)
-    assert {(u, i): s for u, i, s in zip(pool["user_id"], pool["item_id"], pool["source"], strict=True)} == {
-        (1, 10): "recent",
-        (1, 11): REQUEUE,
-        (2, 10): "popular",
-        (3, 30): REQUEUE,
+    rows = zip(pool["user_id"], pool["item_id"], pool["source"], pool["covisit_strength"], strict=True)
+    assert {(u, i): (s, c) for u, i, s, c in rows} == {
+        (1, 10): ("recent", 4),
+        (1, 11): (REQUEUE, 7),  # forced, with the candidate's co-visit strength
+        (2, 10): ("popular", 0),
+        (3, 30): (REQUEUE, 0),  # not a candidate: no co-visit strength
     }
     assert len(pool) == 4
 
