@@ -181,21 +181,16 @@ def exposure_counts(
 
 @dataclass(frozen=True)
 class ItemLists:
-    """The requested items' similar-item lists, flat: list r holds entries ``starts[r]`` to
-    ``starts[r] + slots[r]`` of ``neighbour_ids`` and ``similarities``, and belongs to ``items[r]``."""
+    """The requested items' similar-item lists, one row each: row r belongs to ``items[r]``, its ``k`` slots
+    padded with id -1 (similarity 0) where a list is shorter."""
 
-    items: np.ndarray
-    slots: np.ndarray
-    neighbour_ids: np.ndarray
-    similarities: np.ndarray
+    items: np.ndarray  # [m]
+    neighbour_ids: np.ndarray  # [m, k]
+    similarities: np.ndarray  # [m, k]
 
     @classmethod
     def empty(cls) -> ItemLists:
-        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-
-    @property
-    def starts(self) -> np.ndarray:
-        return np.cumsum(self.slots) - self.slots
+        return cls(np.zeros(0, np.int64), np.zeros((0, 0), np.int64), np.zeros((0, 0)))
 
 
 def similar_items(
@@ -213,13 +208,10 @@ def similar_items(
     list_of_item[np.searchsorted(index.items, lists.items)] = np.arange(len(lists.items))  # lists of requested items
     pair_list = list_of_item[index.codes % len(index.items)]
     pairs = np.flatnonzero(pair_list >= 0)
-    listed = pair_list[pairs]
-    n = lists.slots[listed]
-    entry_pair = np.repeat(pairs, n)
-    entry = np.repeat(lists.starts[listed] - (np.cumsum(n) - n), n) + np.arange(len(entry_pair))
-    neighbour, weight = lists.neighbour_ids[entry], lists.similarities[entry]
+    neighbour, weight = lists.neighbour_ids[pair_list[pairs]], lists.similarities[pair_list[pairs]]
     usable = (neighbour >= 0) & (weight > 0)
-    entry_pair, neighbour, weight = entry_pair[usable], neighbour[usable], weight[usable]
+    entry_pair = np.broadcast_to(pairs[:, None], usable.shape)[usable]
+    neighbour, weight = neighbour[usable], weight[usable]
     # (user rank, item) keys: list ids are below LIST_ID_LIMIT, so an item at or above it can match none.
     own = np.flatnonzero(item_ids < LIST_ID_LIMIT)
     own_key = np.searchsorted(index.users, user_ids[own]) * LIST_ID_LIMIT + item_ids[own]

@@ -21,17 +21,14 @@ from solaris.store.codec import decode_lists
 
 @dataclass(frozen=True)
 class ItemListSnapshot:
-    """One version's lists at one generation, sorted by item: list r holds entries ``starts[r]`` to
-    ``starts[r] + slots[r]`` of ``neighbour_ids`` and ``similarities``."""
+    """One version's lists at one generation, sorted by item, each padded to the longest (id -1, similarity 0)."""
 
     generation: int
     items: np.ndarray
     created_at: np.ndarray
     expires_at: np.ndarray
-    slots: np.ndarray
-    starts: np.ndarray
-    neighbour_ids: np.ndarray
-    similarities: np.ndarray
+    neighbour_ids: np.ndarray  # [items, k]
+    similarities: np.ndarray  # [items, k]
 
     @classmethod
     def from_rows(cls, rows: Sequence[tuple]) -> ItemListSnapshot:
@@ -40,9 +37,15 @@ class ItemListSnapshot:
         lists = [row for row in rows if row[1] is not None]
         blobs = [bytes(row[4]) for row in lists]
         slots = np.array([len(blob) // 8 for blob in blobs], np.int64)
-        neighbour_ids, similarities = decode_lists(b"".join(blobs), slots)
+        flat_ids, flat_sims = decode_lists(b"".join(blobs), slots)
+        width = int(slots.max(initial=0))
+        slot = np.arange(width)
+        filled = slot < slots[:, None]  # a list written with a smaller k than another write's
+        neighbour_ids = np.full((len(lists), width), -1, np.int64)
+        similarities = np.zeros((len(lists), width))
+        neighbour_ids[filled], similarities[filled] = flat_ids, flat_sims
         columns = (np.array([row[k] for row in lists], np.int64) for k in (1, 2, 3))
-        return cls(int(rows[0][0]), *columns, slots, np.cumsum(slots) - slots, neighbour_ids, similarities)
+        return cls(int(rows[0][0]), *columns, neighbour_ids, similarities)
 
     def lists_at(self, items: np.ndarray, t: int) -> ItemLists:
         """The lists of the sorted distinct ``items`` that are fresh at ``t`` (epoch microseconds)."""
@@ -51,9 +54,7 @@ class ItemListSnapshot:
         at = np.minimum(np.searchsorted(self.items, items), len(self.items) - 1)
         fresh = (self.items[at] == items) & (self.created_at[at] <= t) & (self.expires_at[at] > t)
         rows = at[fresh]
-        slots = self.slots[rows]
-        entry = np.repeat(self.starts[rows] - (np.cumsum(slots) - slots), slots) + np.arange(slots.sum())
-        return ItemLists(items[fresh], slots, self.neighbour_ids[entry], self.similarities[entry])
+        return ItemLists(items[fresh], self.neighbour_ids[rows], self.similarities[rows])
 
 
 class ItemListCache:

@@ -43,9 +43,19 @@ def test_the_copy_serves_each_list_only_while_fresh_and_only_for_the_items_asked
     cache, load = ItemListCache(), Loads()
     first = cache.lists_at("v", 1, np.array([3, 7, 9]), HOUR, load)
     assert first.items.tolist() == [3]
-    assert first.neighbour_ids.tolist() == [4, 5] and first.similarities.tolist() == [0.5, 0.25]
+    assert first.neighbour_ids.tolist() == [[4, 5]] and first.similarities.tolist() == [[0.5, 0.25]]
     both = cache.lists_at("v", 1, np.array([3, 7]), 2 * HOUR, load)
-    assert both.items.tolist() == [3, 7] and both.slots.tolist() == [2, 2]
-    assert both.neighbour_ids.tolist() == [4, 5, 8, -1]
-    assert cache.lists_at("v", 1, np.array([7]), 2 * HOUR, load).neighbour_ids.tolist() == [8, -1]
+    assert both.items.tolist() == [3, 7]
+    assert both.neighbour_ids.tolist() == [[4, 5], [8, -1]]
+    assert cache.lists_at("v", 1, np.array([7]), 2 * HOUR, load).neighbour_ids.tolist() == [[8, -1]]
     assert not len(cache.lists_at("v", 1, np.array([3, 7]), 3 * HOUR, load).items)  # both expired
+
+
+def test_lists_of_different_lengths_are_padded_to_the_longest() -> None:
+    """Lists written with another ``a2a_k`` by an earlier hour sit beside this hour's, padded."""
+    [long] = encode_lists(np.array([[4, 5]]), np.array([[0.5, 0.25]]))
+    [short] = encode_lists(np.array([[8]]), np.array([[1.0]]))
+    lists = ItemListCache().lists_at(
+        "v", 1, np.array([3, 7]), HOUR, lambda: [(1, 3, 0, 2 * HOUR, long), (1, 7, 0, 2 * HOUR, short)]
+    )
+    assert lists.neighbour_ids.tolist() == [[4, 5], [8, -1]] and lists.similarities.tolist() == [[0.5, 0.25], [1.0, 0.0]]
