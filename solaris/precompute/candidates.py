@@ -179,7 +179,8 @@ def generate_candidates(
     interval_end: datetime,
     config: CandidateConfig = CandidateConfig(),  # noqa: B008 (frozen, so sharing it is safe)
 ) -> pd.DataFrame:
-    """Candidate pairs ``[user_id, item_id, source, covisit_strength]`` for serving ``[interval_start, interval_end)``.
+    """Candidate pairs ``[user_id, item_id, source, covisit_strength]`` for serving
+    ``[interval_start, interval_end)``.
 
     Reads requests in ``[interval_start - lookback, interval_start)`` only; ``interval_end`` just bounds
     the interval named in errors. Each pair appears once, under its highest-priority source; no user has

@@ -113,7 +113,7 @@ class TierRows:
         """(which rows hold vectors, their vectors as float32 [n, dim], the counters' bytes).
 
         Each branch of ``read_tiers`` returns its rows together, so the bytes of one kind lie in a few runs:
-        joined as slices, one per run, not picked byte by byte (5x faster on a 1 x 200 read)."""
+        joined as slices, one per run, not picked out byte by byte through a per-byte tier array."""
         slots = self.similarity.astype(np.int64)
         lengths = np.select(
             [self.tier == LIST_GENERATION, self.tier == EXPOSURE], [0, 4 * exposure_words(slots)],

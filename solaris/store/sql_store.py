@@ -90,8 +90,8 @@ class SqlFeatureStore(FeatureStore):
 
     def _read_item_lists(self, conn: Any, version: str) -> list[tuple]:
         """Every list of ``version`` on a reader connection, unbounded by the request's timeout: a load runs
-        once per version each time its lists change (4,000 items: about 5 ms), and one cut short on every
-        request would never serve the tier."""
+        once per version each time its lists change (bench_store's 4,000 lists: 9-12 ms on SQLite, 18-26 ms on
+        PostgreSQL, 46-49 ms cold), and one cut short on every request would never serve the tier."""
         return conn.execute(self._sql("read_item_lists"), {"version": version}).fetchall()
 
     def init_schema(self) -> None:
