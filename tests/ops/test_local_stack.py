@@ -97,7 +97,7 @@ def airflow_database(pg_url: str) -> Iterator[str]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.mark.slow
+@pytest.mark.integration  # 2-3 minutes of a whole stack: beside the replay, not in the default suite
 def test_stack_runs_precompute_through_airflow_and_stops_clean(
     trained: tuple[Settings, World, TrainReport], pg_url: str, airflow_database: str, tmp_path: Path
 ) -> None:
