@@ -18,6 +18,8 @@ on thread timing, and a rerun of an hour must write the same rows; the search, r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import faiss
@@ -90,12 +92,8 @@ def pool_index(
     index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = ef_construction
     index.hnsw.efSearch = ef_search
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
+    with omp_threads(1):
         index.add(vectors)
-    finally:
-        faiss.omp_set_num_threads(threads)
     return index
 
 
@@ -147,17 +145,32 @@ def build_neighbours(
 
     Every user is searched, pooled or not: a user outside the pool (no pair code to lend) still needs
     neighbours who have one. Rows with fewer than ``k`` pooled candidates are padded. ``threads`` sets
-    faiss's OpenMP pool (process-wide; our workers have 2 cores).
+    faiss's OpenMP pool for the build and search (our workers have 2 cores), restored after it.
     """
     ids, unit = _validated(user_ids, vectors, k)
     pooled = _pool_positions(ids, pool)
     neighbour_ids = np.full((len(ids), k), PAD_ID, np.int64)
     similarities = np.zeros((len(ids), k), np.float32)
     if len(pooled) and len(ids):
-        faiss.omp_set_num_threads(threads)
-        index = pool_index(
-            unit[pooled], exact_threshold=exact_threshold, hnsw_m=hnsw_m, ef_construction=ef_construction,
-            ef_search=ef_search,
-        )  # fmt: skip
-        neighbour_ids, similarities = _search(index, ids[pooled], ids, unit, k)
+        with omp_threads(threads):
+            index = pool_index(
+                unit[pooled], exact_threshold=exact_threshold, hnsw_m=hnsw_m, ef_construction=ef_construction,
+                ef_search=ef_search,
+            )  # fmt: skip
+            neighbour_ids, similarities = _search(index, ids[pooled], ids, unit, k)
     return NeighbourTable(ids, neighbour_ids, similarities)
+
+
+@contextmanager
+def omp_threads(n: int) -> Iterator[None]:
+    """faiss's OpenMP thread count for the block, then the count before it.
+
+    The OpenMP pool is process-wide and torch shares it (one libgomp): left set, it changed torch's thread
+    count for every later forward in the process, and with it the last bits of its sums (a rerun of an hour
+    in the same process scored a pair one float32 ulp apart from its first run)."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(n)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)

@@ -122,3 +122,17 @@ def test_an_hnsw_build_gives_the_same_rows_every_time() -> None:
     second = build_neighbours(ids, vectors, k=10, exact_threshold=0, threads=2)
     np.testing.assert_array_equal(first.neighbour_ids, second.neighbour_ids)
     np.testing.assert_array_equal(first.similarities, second.similarities)
+
+
+@pytest.mark.parametrize("users", [50, 3000])  # a flat index and an HNSW one (built on one thread)
+def test_the_search_leaves_the_openmp_pool_as_it_found_it(users: int) -> None:
+    """faiss's OpenMP pool is process-wide, and torch shares it when loaded first: a KNN step must not leave
+    it changed for every later model forward in the process."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(3)  # neither the search's 2 nor the HNSW build's 1
+    try:
+        vectors = np.random.default_rng(5).normal(size=(users, 8)).astype(np.float32)
+        build_neighbours(np.arange(users), vectors, 3, threads=2, exact_threshold=1000)
+        assert faiss.omp_get_max_threads() == 3
+    finally:
+        faiss.omp_set_num_threads(before)
