@@ -25,6 +25,7 @@ class ConfigError(ValueError):
 class Settings:
     home: Path
     data_dir: Path
+    staging_url: str | None  # an object-store URL or folder every worker reaches; unset: ``data_dir/staging``
     store_url: str
     store_conn_id: str | None
     mlflow_tracking_uri: str
@@ -40,6 +41,11 @@ class Settings:
 
     def world_dir(self, name: str | None = None) -> Path:
         return self.worlds_dir / (name or self.world)
+
+    @property
+    def staging_root(self) -> str:
+        """Where a run's tasks hand tables on (:mod:`solaris.precompute.staging`)."""
+        return self.staging_url or str(self.data_dir / "staging")
 
     @property
     def served_root(self) -> Path:
@@ -85,6 +91,7 @@ class Settings:
         return cls(
             home=home,
             data_dir=data_dir,
+            staging_url=_staging_url(env.get("SOLARIS_STAGING_URL"), home),
             store_url=store_url,
             store_conn_id=env.get("SOLARIS_STORE_CONN_ID") or None,
             mlflow_tracking_uri=tracking,
@@ -94,6 +101,13 @@ class Settings:
             world=world,
             vms_file=path("VMS_FILE", "vms.toml"),
         )
+
+
+def _staging_url(raw: str | None, home: Path) -> str | None:
+    """A URL as given; a relative folder against ``SOLARIS_HOME`` like every other path."""
+    if not raw:
+        return None
+    return raw if "://" in raw or Path(raw).is_absolute() else str(home / raw)
 
 
 def _check_store_url(url: str) -> None:

@@ -13,6 +13,18 @@ def test_defaults_need_no_setup(tmp_path: Path) -> None:
     assert s.mlflow_artifacts_dir == tmp_path / "mlflow" / "artifacts"
     assert s.airflow_home == tmp_path / "var" / "airflow"
     assert s.world_dir() == tmp_path / "var" / "worlds" / "default"
+    assert s.staging_url is None and s.staging_root == str(tmp_path / "var" / "staging")
+    assert s.with_overrides(data_dir=tmp_path / "elsewhere").staging_root == str(tmp_path / "elsewhere" / "staging")
+
+
+@pytest.mark.parametrize(
+    ("raw", "root"),
+    [("s3://bucket/runs?endpoint_override=minio:9000&scheme=http", None), ("stage", "{home}/stage"), ("/s", "/s")],
+)
+def test_staging_url_keeps_a_url_and_resolves_a_folder_against_home(tmp_path: Path, raw: str, root: str | None) -> None:
+    s = Settings.from_env({"SOLARIS_HOME": str(tmp_path), "SOLARIS_STAGING_URL": raw})
+    assert s.staging_root == (root or raw).format(home=tmp_path)
+    assert Settings.from_env(s.as_env()) == s
 
 
 def test_env_overrides_and_round_trip(tmp_path: Path) -> None:

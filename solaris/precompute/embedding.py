@@ -23,11 +23,18 @@ from solaris.store.codec import to_micros
 HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
 
 
-def history_index(log: EventLog, user_ids: np.ndarray, before: datetime, hours: int) -> HistoryIndex:
+def history_table(log: EventLog, user_ids: np.ndarray, before: datetime, hours: int) -> pa.Table:
     """Impressions of ``user_ids`` in ``[before - hours, before)``: all the history the FM may see."""
     table = log.impressions(before - timedelta(hours=hours), before, HISTORY_COLUMNS)
-    mine = pc.is_in(table["user_id"], value_set=pa.array(np.unique(user_ids), pa.int64()))
-    return HistoryIndex.from_table(table.filter(mine))
+    return of_users(table, user_ids)
+
+
+def of_users(impressions: pa.Table, user_ids: np.ndarray) -> pa.Table:
+    return impressions.filter(pc.is_in(impressions["user_id"], value_set=pa.array(np.unique(user_ids), pa.int64())))
+
+
+def history_index(log: EventLog, user_ids: np.ndarray, before: datetime, hours: int) -> HistoryIndex:
+    return HistoryIndex.from_table(history_table(log, user_ids, before, hours))
 
 
 def embed_codes(

@@ -29,7 +29,7 @@ from solaris.precompute.candidates import CandidateConfig, count_by_source, gene
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, POOL, PRECOMPUTE, SELECTED, SHADOW
+from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
@@ -172,7 +172,10 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
 
 
 def select(run: HourRun, settings: Settings) -> Meta:
-    """The pairs the FM embeds, by the run's ``selector`` (:mod:`.selectors`); the scored pool to the score log."""
+    """The pairs the FM embeds, by the run's ``selector`` (:mod:`.selectors`), with their users' history; the
+    scored pool to the score log."""
+    from solaris.precompute.embedding import history_table
+
     with timed({}) as meta:
         stage = step_staging(settings, run, "select")
         pool = stage.read(POOL).to_pandas()
@@ -180,6 +183,9 @@ def select(run: HourRun, settings: Settings) -> Meta:
         scored, chosen = SELECTORS[run.params.selector](run, settings, pool, codes)
         codes.score_log.write_pool(run.interval_start, scored, chosen)
         stage.write(SELECTED, chosen)
+        users = chosen["user_id"].to_numpy()
+        history = history_table(event_log(settings), users, run.interval_start, run.params.history_hours)
+        meta["history_rows"] = stage.write(HISTORY, history)["rows"]
         meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum())}
     return meta
 
@@ -188,7 +194,8 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
     """FM embeddings of one shard's selected pairs as of the hour, compressed by the pinned AE."""
     from solaris.models.autoencoder import Autoencoder
     from solaris.models.fm import FoundationModel
-    from solaris.precompute.embedding import embed_codes, history_index
+    from solaris.models.features import HistoryIndex
+    from solaris.precompute.embedding import embed_codes, of_users
     from solaris.tracking import registry
     from solaris.embedding_version import check_ae_fm
 
@@ -205,7 +212,7 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
             raise ValueError(f"FM {run.fm_version} / AE {run.ae_version} are not SOLARIS models")
         check_ae_fm(run.ae_version, ae.config.fm_version, run.fm_version)
         users, items = rows["user_id"].to_numpy(), rows["item_id"].to_numpy()
-        index = history_index(event_log(settings), users, run.interval_start, run.params.history_hours)
+        index = HistoryIndex.from_table(of_users(stage.read(HISTORY), users))
         codes = embed_codes(fm, ae, index, users, items, run.interval_start, run.params.batch_size, run.params.device)
         table = rows.append_column("code", pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), run.code_dim))
         meta["embedded"] = stage.write(CODES, table, shard)["rows"]

@@ -40,6 +40,9 @@ class Staged:
 
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour")
 SELECTED = Staged("selected", "the pairs the verifier chose, with their score; re-queued pairs forced")
+# The FM's history of the selected users, so that an embedding task needs no event log: a worker on the
+# ``gpu`` queue reaches only the staging and MLflow (no disk shared with the hosts that hold the logs).
+HISTORY = Staged("history", "impressions of the selected users in the FM's history window, as of the hour")
 CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", per_shard=True)
 USER_VECTORS = Staged(
     "user_vectors", "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input"
@@ -108,8 +111,8 @@ PRECOMPUTE = Pipeline(
         # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
         # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.
         Step("exposures", after=("coverage", "shadow_coverage", "candidates")),
-        Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED,)),
-        Step("embed_shard", after=("select",), reads=(SELECTED,), writes=(CODES,), per_shard=True),
+        Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED, HISTORY)),
+        Step("embed_shard", after=("select",), reads=(SELECTED, HISTORY), writes=(CODES,), per_shard=True),
         Step("write_pairs", after=("exposures", "embed_shard"), reads=(CODES,)),
         Step("aggregates", after=("write_pairs",)),
         # The pool of neighbours is the users with fresh pair codes, this run's included; no store write.
@@ -120,7 +123,9 @@ PRECOMPUTE = Pipeline(
         Step("item_neighbours", after=("neighbours",)),
         # The challenger awaiting promotion, if any: the same selected pairs and the same tiers, with its
         # versions (each step a no-op without one). Its writers follow the champion's, one at a time.
-        Step("shadow_embed_shard", after=("select",), reads=(SELECTED,), writes=(SHADOW_CODES,), per_shard=True),
+        Step(
+            "shadow_embed_shard", after=("select",), reads=(SELECTED, HISTORY), writes=(SHADOW_CODES,), per_shard=True
+        ),
         Step("shadow_write_pairs", after=("shadow_coverage", "shadow_embed_shard", "item_neighbours"), reads=(SHADOW_CODES,)),
         Step("shadow_aggregates", after=("shadow_write_pairs",)),
         Step("shadow_user_vectors", after=("shadow_write_pairs",), writes=(SHADOW_USER_VECTORS,)),

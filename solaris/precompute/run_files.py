@@ -19,7 +19,7 @@ Meta = dict[str, Any]
 
 
 def staging(settings: Settings, run: HourRun) -> Staging:
-    return Staging(settings.data_dir / "staging", run.run_key)
+    return Staging(settings.staging_root, run.run_key)
 
 
 def step_staging(settings: Settings, run: HourRun, step: str) -> StepStaging:

@@ -2,22 +2,26 @@
 
 Task outputs are too large for XCom, so each task writes Parquet here and hands on only the small metadata
 dict :meth:`Staging.write` returns. The folder is derived from the DAG run key alone, so a retried or re-run
-task writes to the same paths and overwrites its earlier output instead of piling up copies. Every file is
-written to a temporary name and renamed into place, so a downstream task never reads half a table.
+task writes to the same paths and overwrites its earlier output instead of piling up copies.
+
+The root is a local folder or an object-store URL (``SOLARIS_STAGING_URL``: ``s3://bucket/prefix``, with
+``?endpoint_override=host:port&scheme=http`` for an S3-compatible server), opened with pyarrow's own
+filesystems: Celery workers on hosts that share no disk hand tables on through the bucket. A table is never
+seen half-written: a local file is written to a temporary name and renamed into place, and an object store
+publishes an object only once its upload completes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from solaris.data.hourly import write_table_atomic
@@ -40,48 +44,71 @@ def run_folder_name(dag_run_key: str) -> str:
     return f"{readable}-{digest}"
 
 
+def open_root(root: str | Path) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and the path within it of a staging root: a local path (or ``file://``) or a URL."""
+    text = str(root)
+    if "://" not in text:
+        return pafs.LocalFileSystem(), str(Path(text).resolve())
+    try:
+        return pafs.FileSystem.from_uri(text)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ValueError(
+            f"staging location {text!r} cannot be opened ({exc}); use a local folder or an object-store URL "
+            "such as s3://bucket/prefix"
+        ) from None
+
+
 class Staging:
     """Named Parquet tables under ``root/<run folder>``, removed by :meth:`cleanup` once the run succeeded.
 
-    With more than one worker, ``root`` must be storage they all see (a shared volume), since the paths in
-    the metadata are read back by whichever worker runs the next task.
+    With more than one host, ``root`` must be storage they all reach (an object-store URL), since the tables
+    are read back by whichever worker runs the next task.
     """
 
-    def __init__(self, root: Path, dag_run_key: str) -> None:
-        self.root = Path(root)
+    def __init__(self, root: str | Path, dag_run_key: str) -> None:
+        self.fs, base = open_root(root)
         self.dag_run_key = dag_run_key
-        self.path = self.root / run_folder_name(dag_run_key)
+        self.local = isinstance(self.fs, pafs.LocalFileSystem)
+        self.path = f"{base.rstrip('/')}/{run_folder_name(dag_run_key)}"
 
-    def table_path(self, name: str) -> Path:
+    def table_path(self, name: str) -> str:
         if not _TABLE_NAME.match(name):
             raise ValueError(
                 f"staging table name {name!r} is invalid: use letters, digits, '_', '.', '-' (at most 100)"
             )
-        return self.path / f"{name}.parquet"
+        return f"{self.path}/{name}.parquet"
 
     def write(self, name: str, data: pa.Table | pd.DataFrame) -> dict[str, Any]:
         """Write ``data`` as table ``name`` (replacing an earlier one) and return its XCom metadata."""
         table = pa.Table.from_pandas(data, preserve_index=False) if isinstance(data, pd.DataFrame) else data
         path = self.table_path(name)
-        write_table_atomic(table, path)
-        return {"run": self.dag_run_key, "table": name, "path": str(path), "rows": table.num_rows}
+        if self.local:
+            write_table_atomic(table, Path(path))
+        else:
+            pq.write_table(table, path, filesystem=self.fs, compression="zstd")
+        return {"run": self.dag_run_key, "table": name, "path": path, "rows": table.num_rows}
 
     def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
         path = self.table_path(name)
-        if not path.exists():
+        if self.fs.get_file_info(path).type != pafs.FileType.File:
             raise FileNotFoundError(
                 f"staging table {name!r} of run {self.dag_run_key!r} not found at {path}; "
                 "did the task that writes it succeed?"
             )
-        return pq.read_table(path, columns=columns)
+        return pq.read_table(path, columns=columns, filesystem=self.fs)
+
+    def exists(self) -> bool:
+        return self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
 
     def cleanup(self) -> None:
-        """Remove the run's folder; renaming it first means no reader ever sees a half-deleted run."""
-        if not self.path.exists():
+        """Remove the run's folder; a local one is renamed first, so no reader sees a half-deleted run."""
+        if not self.exists():
             return
-        doomed = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.deleting")
-        os.replace(self.path, doomed)
-        shutil.rmtree(doomed)
+        doomed = self.path
+        if self.local:
+            doomed = str(Path(self.path).with_name(f".{Path(self.path).name}.{uuid.uuid4().hex}.deleting"))
+            self.fs.move(self.path, doomed)
+        self.fs.delete_dir(doomed)
 
 
 class StepStaging:

@@ -46,6 +46,7 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     from datetime import UTC, datetime
+    from pathlib import Path
 
     from solaris.config import Settings
     from solaris.precompute import embedding, nodes, run_files
@@ -55,7 +56,7 @@ CHILD = textwrap.dedent(
 
     def embed_then_die(run, settings, shard):
         if shard == 1:
-            staged = run_files.staging(settings, run).path / "codes-0.parquet"
+            staged = Path(run_files.staging(settings, run).path) / "codes-0.parquet"
             if not staged.exists():
                 sys.exit(f"shard 0 staged no codes at {staged}")
 
@@ -127,8 +128,8 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
     with open_store(chaos.store_url) as store:
         record = store.get_run(run_key(hour))
     assert record is not None and record.status == "running" and record.finished_at is None
-    staged = Staging(chaos.data_dir / "staging", run_key(hour)).path
-    assert {p.name for p in staged.iterdir()} == {"pool.parquet", "selected.parquet", "codes-0.parquet"}
+    staged = Path(Staging(chaos.data_dir / "staging", run_key(hour)).path)
+    assert {p.name for p in staged.iterdir()} == {"pool.parquet", "selected.parquet", "history.parquet", "codes-0.parquet"}
     shard0 = pq.read_table(staged / "codes-0.parquet")
     assert shard0.num_rows > 0
     # ... and nothing a reader sees: every table but the run records and the hour's counters (a step of its own,

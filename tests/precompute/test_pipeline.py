@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from solaris.precompute.pipeline import (
-    CODES, POOL, PRECOMPUTE, SELECTED, SHADOW, SHADOW_CODES, SHADOW_USER_VECTORS, USER_VECTORS, Pipeline, Step,
+    CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW, SHADOW_CODES, SHADOW_USER_VECTORS, USER_VECTORS, Pipeline, Step,
 )  # fmt: skip
 from solaris.precompute.staging import Staging, StepStaging
 
@@ -20,7 +20,7 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
     assert writers == {
-        POOL: "candidates", SELECTED: "select", CODES: "embed_shard", USER_VECTORS: "user_vectors",
+        POOL: "candidates", SELECTED: "select", HISTORY: "select", CODES: "embed_shard", USER_VECTORS: "user_vectors",
         SHADOW_CODES: "shadow_embed_shard", SHADOW_USER_VECTORS: "shadow_user_vectors",
     }  # fmt: skip
 
