@@ -40,10 +40,14 @@ class EventLog:
 
     @property
     def meta(self) -> dict[str, Any]:
-        path = self.root / META_FILE
-        if not path.exists():
+        return json.loads(self._part(META_FILE).read_text())
+
+    def _part(self, name: str) -> Path:
+        """A file or dataset of the log. A folder holding no log is an error, not an empty range: a worker
+        pointed at the wrong data folder would otherwise compute from no history and succeed."""
+        if not (self.root / META_FILE).is_file():
             raise FileNotFoundError(f"{self.root} is not an event log (no {META_FILE}); generate or import one")
-        return json.loads(path.read_text())
+        return self.root / name
 
     @property
     def start(self) -> datetime:
@@ -57,21 +61,21 @@ class EventLog:
         return hourly.hours_between(self.start, self.end)
 
     def requests(self, start: datetime, end: datetime, columns: list[str] | None = None) -> pa.Table:
-        return hourly.read_range(self.root / "requests", start, end, REQUESTS, columns)
+        return hourly.read_range(self._part("requests"), start, end, REQUESTS, columns)
 
     def impressions(self, start: datetime, end: datetime, columns: list[str] | None = None) -> pa.Table:
-        return hourly.read_range(self.root / "impressions", start, end, IMPRESSIONS, columns)
+        return hourly.read_range(self._part("impressions"), start, end, IMPRESSIONS, columns)
 
     def iter_impressions(
         self, start: datetime, end: datetime, columns: list[str] | None = None
     ) -> Iterator[tuple[datetime, pa.Table]]:
-        return hourly.iter_hours(self.root / "impressions", start, end, IMPRESSIONS, columns)
+        return hourly.iter_hours(self._part("impressions"), start, end, IMPRESSIONS, columns)
 
     def users(self) -> pa.Table:
-        return pq.read_table(self.root / "users.parquet")
+        return pq.read_table(self._part("users.parquet"))
 
     def items(self) -> pa.Table:
-        return pq.read_table(self.root / "items.parquet")
+        return pq.read_table(self._part("items.parquet"))
 
     def summary(self) -> dict[str, Any]:
         meta = self.meta

@@ -93,3 +93,14 @@ def test_columns_named_no_dictionary_are_written_plain(tmp_path: Path) -> None:
     encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
     assert "RLE_DICTIONARY" not in encodings["user_id"] and "RLE_DICTIONARY" in encodings["item_id"]
     assert pq.read_table(path).column("user_id").to_pylist() == _impressions(1, 20).column("user_id").to_pylist()
+
+
+def test_a_folder_without_an_event_log_is_an_error_not_an_empty_range(tmp_path: Path) -> None:
+    """A worker given the wrong data folder must fail, not embed pairs from no history."""
+    from solaris.data.eventlog import EventLog
+
+    hourly.write_hourly(_impressions(2, 3), tmp_path / "log" / "impressions")
+    log = EventLog(tmp_path / "log")  # hours on disk, but no meta.json: not a log anyone generated
+    for read in (log.impressions, log.requests):
+        with pytest.raises(FileNotFoundError, match="is not an event log"):
+            read(T0, T0 + timedelta(hours=2))
