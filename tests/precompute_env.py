@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import mlflow
-import numpy as np
 import pytest
 from mlflow import MlflowClient
 
 from solaris.config import Settings
-from solaris.embedding_version import embedding_version
 from solaris.models.features import fm_matrix
 from solaris.store import FeatureStore
 from solaris.tracking import registry
@@ -73,18 +70,7 @@ def copy_chain(client: MlflowClient, settings: Settings, world: World, report: T
     sample = world.log.impressions(world.split.eval.start, world.split.eval.end).slice(0, 5)
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
     with mlflow.start_run():
-        fm_example = fm_matrix(sample, world.index, fm.config.history)
-        fm_version = registry.log_model(client, fm, FM_MODEL, fm.config.columns(), fm_example, {"role": "fm"})
-        ae.config = replace(ae.config, fm_version=fm_version)
-        ae_example = np.random.default_rng(0).normal(size=(5, ae.config.input_dim))
-        ae_tags = {"role": "ae", "fm_version": fm_version}
-        ae_version = registry.log_model(client, ae, AE_MODEL, ae.config.columns(), ae_example, ae_tags)
-        emb = embedding_version(fm_version, ae_version, ae.config.code_dim)
-        vm.config = replace(vm.config, embedding_version=emb)
-        vm_example = np.zeros((5, len(vm.config.columns())))
-        vm_tags = {"role": "vm", "variant": "solaris", "embedding_version": emb}
-        vm_version = registry.log_model(client, vm, LEAD.registered_name, vm.config.columns(), vm_example, vm_tags)
-    return PinnedVersions(fm_version, ae_version, vm_version, emb, LEAD.name)
+        return registry.log_chain(client, fm, ae, vm, fm_matrix(sample, world.index, fm.config.history), LEAD.name)
 
 
 def set_aliases(client: MlflowClient, chain: PinnedVersions, alias: str = CHAMPION) -> None:

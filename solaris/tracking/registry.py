@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import mlflow
@@ -26,7 +26,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 
 from solaris.config import Settings
-from solaris.embedding_version import check_ae_fm, parse_embedding_version
+from solaris.embedding_version import check_ae_fm, embedding_version, parse_embedding_version
 from solaris.models import files
 from solaris.tracking import sqlite_file
 from solaris.vms import registered_name
@@ -63,10 +63,14 @@ def connect(settings: Settings) -> MlflowClient:
 
 
 def experiment(client: MlflowClient, settings: Settings, name: str) -> str:
-    """The experiment's id, created with its artifacts under the configured artifact folder."""
+    """The experiment's id. Created through a tracking server, its artifacts are the server's to place
+    (``mlflow-artifacts:/`` behind ``--serve-artifacts``), so a worker or ranker on another host loads models
+    over HTTP; created on a database store (no server), they go under the configured artifact folder."""
     found = client.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
+    if settings.mlflow_tracking_uri.startswith(("http://", "https://")):
+        return client.create_experiment(name)
     location = settings.mlflow_artifacts_dir / name
     location.mkdir(parents=True, exist_ok=True)
     return client.create_experiment(name, artifact_location=location.as_uri())
@@ -104,6 +108,25 @@ def log_model(
     for key, value in tags.items():
         client.set_model_version_tag(registered_name, version, key, str(value))
     return version
+
+
+def log_chain(
+    client: MlflowClient, fm: torch.nn.Module, ae: torch.nn.Module, vm: torch.nn.Module, fm_example: np.ndarray, vm_name: str
+) -> PinnedVersions:
+    """Register an FM, an AE of its embeddings and a VM reading the AE's codes as one chain, tagged as
+    :func:`pinned_from_vm` checks them (the AE with its FM, the VM with their embedding version); the AE's and
+    VM's configs take the versions. Call it in an active MLflow run."""
+    fm_version = log_model(client, fm, FM_MODEL, fm.config.columns(), fm_example, {"role": "fm"})
+    ae.config = replace(ae.config, fm_version=fm_version)
+    ae_example = np.random.default_rng(0).normal(size=(5, ae.config.input_dim))
+    ae_tags = {"role": "ae", "fm_version": fm_version}
+    ae_version = log_model(client, ae, AE_MODEL, ae.config.columns(), ae_example, ae_tags)
+    version = embedding_version(fm_version, ae_version, ae.config.code_dim)
+    vm.config = replace(vm.config, embedding_version=version)
+    vm_tags = {"role": "vm", "variant": vm.config.variant, "embedding_version": version}
+    vm_example = np.zeros((5, len(vm.config.columns())))
+    vm_version = log_model(client, vm, registered_name(vm_name), vm.config.columns(), vm_example, vm_tags)
+    return PinnedVersions(fm_version, ae_version, vm_version, version, vm_name)
 
 
 def set_alias(client: MlflowClient, name: str, alias: str, version: str) -> None:
