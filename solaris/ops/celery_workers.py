@@ -25,6 +25,10 @@ class WorkerSpec:
     name: str
     queues: tuple[str, ...]
     concurrency: int
+    # False: its tasks reach only the staging location and MLflow's server, as on a GPU host that shares no
+    # disk with the others; the local stack gives such a worker an empty data folder of its own, so a task
+    # that read the event log or the code log there would fail instead of passing by a shared disk.
+    local_data: bool = True
 
     def node(self, host: str | None = None) -> str:
         """Celery's node name for this worker (``--celery-hostname``), unique per stack host."""
@@ -33,7 +37,7 @@ class WorkerSpec:
 
 WORKERS = (
     WorkerSpec("default", ("default",), concurrency=2),  # 2 cores: one task per core
-    WorkerSpec(GPU_POOL, (GPU_POOL,), concurrency=1),
+    WorkerSpec(GPU_POOL, (GPU_POOL,), concurrency=1, local_data=False),
 )
 
 

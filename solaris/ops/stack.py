@@ -116,6 +116,10 @@ def stack_dir(settings: Settings) -> Path:
     return settings.data_dir / "stack"
 
 
+def worker_data_dir(settings: Settings, worker: str) -> Path:
+    return stack_dir(settings) / f"worker-{worker}"
+
+
 def state_path(settings: Settings) -> Path:
     return stack_dir(settings) / "stack.json"
 
@@ -134,7 +138,8 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     executor = _executor_env(config, metadata_url)
     say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
     mlflow_url = f"http://{config.host}:{config.mlflow_port}"
-    served = settings.with_overrides(mlflow_tracking_uri=mlflow_url)
+    # Every service hands staged tables on at one location, named, not derived from its own data folder.
+    served = settings.with_overrides(mlflow_tracking_uri=mlflow_url, staging_url=settings.staging_root)
     airflow = bootstrap(served, metadata_url) | _airflow_extras(config) | executor
     services = _services(settings, served, config, airflow)
 
@@ -263,8 +268,9 @@ def _executor_env(config: StackConfig, metadata_url: str) -> dict[str, str]:
     }
 
 
-def _workers(config: StackConfig, base: dict[str, str], airflow: dict[str, str]) -> list[Service]:
-    """One ``airflow celery worker`` per queue, each serving its task logs on a port of its own."""
+def _workers(settings: Settings, config: StackConfig, base: dict[str, str], airflow: dict[str, str]) -> list[Service]:
+    """One ``airflow celery worker`` per queue, each serving its task logs on a port of its own; a worker
+    without local data gets an empty data folder (:attr:`~.celery_workers.WorkerSpec.local_data`)."""
     if config.executor != "celery":
         return []
     services = []
@@ -279,6 +285,8 @@ def _workers(config: StackConfig, base: dict[str, str], airflow: dict[str, str])
             "AIRFLOW__CORE__HOSTNAME_CALLABLE": "solaris.ops.celery_workers.task_hostname",
             celery_workers.WORKER_NAME_ENV: node,
         }  # fmt: skip
+        if not spec.local_data:
+            env["SOLARIS_DATA_DIR"] = str(worker_data_dir(settings, spec.name))
         check = Check(config.broker_url, celery_node=node, queues=spec.queues)  # refused earlier if it held a password
         services.append(Service(f"celery-worker-{spec.name}", argv, env, check))
     return services
@@ -301,7 +309,7 @@ def _services(settings: Settings, served: Settings, config: StackConfig, airflow
         if command == "api-server":
             argv += ["--host", config.host, "--port", str(config.airflow_port)]
         services.append(Service(name, argv, base | airflow, Check(health_url, component)))
-    services += _workers(config, base, airflow)
+    services += _workers(settings, config, base, airflow)
     solaris = Path(sys.executable).with_name("solaris")
     services.append(
         Service(

@@ -338,8 +338,10 @@ class SqlFeatureStore(FeatureStore):
         finished = to_micros(finished_at, "finished_at")
         if finished < to_micros(run.started_at, "started_at"):
             raise StoreError(f"run {run_id!r}: finished_at {finished_at.isoformat()} is before its start")
+        # Keys sorted: the record is the same bytes whichever runner collected the steps' counts (Airflow's
+        # XCom hands a task's dict back in another order than the in-process runner).
         params = dict(
-            run_id=run_id, status=status, counts=json.dumps({k: int(v) for k, v in counts.items()}),
+            run_id=run_id, status=status, counts=json.dumps({k: int(v) for k, v in counts.items()}, sort_keys=True),
             timings=json.dumps({k: float(v) for k, v in timings.items()}),
             finished_at=finished,
         )

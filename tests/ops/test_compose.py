@@ -14,20 +14,21 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
 
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL, PLUGINS_FOLDER
 from solaris.cli import build_parser
+from solaris.ops import mlflow_server
 from solaris.precompute.pipeline import PRECOMPUTE
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
 VAR = re.compile(r"(?<!\$)\$\{(\w+)(?::-([^}]*))?\}")  # $${X} is a literal for the container's shell
 SECRET_KEY = re.compile(r"PASSWORD|SECRET|FERNET|TOKEN|_KEY$")
-ONE_SHOT = {"airflow-init"}
+ONE_SHOT = {"airflow-init", "minio-init"}
 
 
 def _dotenv(path: Path) -> dict[str, str]:
@@ -87,6 +88,7 @@ def _commands(service: dict[str, Any]) -> Iterator[list[str]]:
     if not argv:
         return
     argv = shlex.split(argv) if isinstance(argv, str) else [str(a) for a in argv]
+    argv = [str(a) for a in service.get("entrypoint", [])] + argv
     if argv[:2] in (["bash", "-c"], ["sh", "-c"]):
         words = shlex.split(argv[2])
         chunks: list[list[str]] = [[]]
@@ -251,12 +253,31 @@ def test_services_reach_each_other_where_they_listen(services: dict[str, dict[st
             url = urlsplit(env.get(key, ""))
             if url.scheme == "http":
                 assert url.hostname in services and url.port == _port_of(services[url.hostname]), f"{name}: {key}"
-        for key in ("SOLARIS_MLFLOW_ARTIFACTS_DIR", "SOLARIS_DATA_DIR"):
-            if key in env:
-                assert env[key] in _mounts(service), f"{name}: {key}={env[key]} is not a mounted volume"
-    artifacts = {_mounts(s)[_env(s)["SOLARIS_MLFLOW_ARTIFACTS_DIR"]] for s in services.values()
-                 if "SOLARIS_MLFLOW_ARTIFACTS_DIR" in _env(s)}  # fmt: skip
-    assert artifacts == {"mlflow-artifacts"}, "every service must see the same MLflow artifacts"
+        if "SOLARIS_DATA_DIR" in env and name != "airflow-worker-gpu":
+            assert env["SOLARIS_DATA_DIR"] in _mounts(service), f"{name}: SOLARIS_DATA_DIR is not a mounted volume"
+
+
+def test_no_disk_is_shared_for_models_or_staging(services: dict[str, dict[str, Any]]) -> None:
+    """Model files only behind MLflow's server; staged tables in the bucket; the GPU worker mounts no data."""
+    holders = {name for name, s in services.items() if "mlflow-artifacts" in _mounts(s).values()}
+    assert holders == {"mlflow"}, f"only the MLflow server may mount the model files: {holders}"
+    mlflow = services["mlflow"]
+    assert _mounts(mlflow)[_env(mlflow)["SOLARIS_MLFLOW_ARTIFACTS_DIR"]] == "mlflow-artifacts"
+    assert mlflow_server.ServerConfig.load().serve_artifacts, "the server must proxy artifacts (mlflow/server.toml)"
+    assert set(_mounts(services["airflow-worker-gpu"]).values()) == {"airflow-logs"}
+
+    airflow = {n: _env(s) for n, s in services.items() if "AIRFLOW__CORE__EXECUTOR" in _env(s)}
+    (staging,) = {e["SOLARIS_STAGING_URL"] for e in airflow.values()}
+    url = urlsplit(staging)
+    endpoint = urlsplit("//" + parse_qs(url.query)["endpoint_override"][0])
+    assert url.scheme == "s3" and endpoint.hostname in services, staging
+    store = services[endpoint.hostname]
+    assert _option(store["command"], "--address") == f":{endpoint.port}", "the staging URL names the store's port"
+    (made,) = [argv for argv in _commands(services["minio-init"]) if argv[:2] == ["mc", "mb"]]
+    assert made[-1] == f"local/{url.hostname}", "minio-init creates the staging bucket"
+    keys = {(e["AWS_ACCESS_KEY_ID"], e["AWS_SECRET_ACCESS_KEY"]) for e in airflow.values()}
+    store_env = _env(store)
+    assert keys == {(store_env["MINIO_ROOT_USER"], store_env["MINIO_ROOT_PASSWORD"])}
 
 
 def test_gpu_worker_consumes_the_gpu_queue_on_an_nvidia_device(services: dict[str, dict[str, Any]]) -> None:

@@ -1,0 +1,103 @@
+"""What the whole-stack tests share: Airflow's REST API with its token, the ``solaris`` command, polling with
+the task logs on failure, a metadata database of the test's own, and finding processes a stack left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+import pytest
+
+from solaris.config import Settings
+
+SOLARIS = Path(sys.executable).with_name("solaris")
+
+
+class Api:
+    """Airflow's public REST API with the bearer token Airflow 3 requires (POST /auth/token)."""
+
+    def __init__(self, base: str, username: str, password: str) -> None:
+        self.base = base
+        self.token = self._call("POST", "/auth/token", {"username": username, "password": password})["access_token"]
+
+    def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self._call(method, path, body, {"Authorization": f"Bearer {self.token}"})
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.base + path, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"{method} {path}: HTTP {exc.code} {exc.read()[:2000]!r}") from None
+
+
+def solaris(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SOLARIS), *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+def poll(what: str, fetch: Any, done: Any, timeout_s: float, explain: Any = lambda: "") -> Any:
+    """Call ``fetch`` until ``done(result)``; fail with ``explain()`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = fetch()
+        if done(result):
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not done after {timeout_s:.0f} s (last: {result!r})\n{explain()}")
+        time.sleep(2)
+
+
+def task_log_tails(settings: Settings, dag: str, run_id: str, chars: int = 2500) -> str:
+    run_logs = settings.airflow_home / "logs" / f"dag_id={dag}" / f"run_id={run_id}"
+    files = sorted(run_logs.rglob("*.log")) if run_logs.is_dir() else []
+    scheduler = settings.data_dir / "stack" / "logs" / "airflow-scheduler.log"
+    parts = [f"--- {p.relative_to(run_logs)}\n{p.read_text(errors='replace')[-chars:]}" for p in files]
+    if scheduler.is_file():
+        parts.append(f"--- scheduler\n{scheduler.read_text(errors='replace')[-chars:]}")
+    return "\n".join(parts) or f"no task logs under {run_logs}"
+
+
+@pytest.fixture
+def airflow_database(pg_url: str) -> Iterator[str]:
+    """A database name for this stack's Airflow metadata; ``solaris stack up`` creates it, we drop it."""
+    name = f"solaris_stack_{uuid.uuid4().hex[:10]}"
+    yield name
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def live(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def group_and_session(process: psutil.Process) -> set[int]:
+    try:
+        return {os.getpgid(process.pid), os.getsid(process.pid)}
+    except ProcessLookupError:
+        return set()
+
+
+def left_behind(state: Any, started: list[psutil.Process]) -> list[str]:
+    """Processes alive after ``stack down``: any the stack started, or any in its services' groups or sessions."""
+    left = [p for p in started if live(p)]
+    leaders = {p.pid for p in state.procs}  # each service led its own process group and session
+    left += [p for p in psutil.process_iter() if live(p) and group_and_session(p) & leaders]
+    return sorted({f"{p.pid} {p.name()}" for p in left})
