@@ -169,7 +169,8 @@ def report(results: dict[int, tuple[int, list[Task], dict[str, float]]]) -> None
         print(row + f"{ratio:>18.2f}")
     totals = [sum(s for s, _ in tables[n].values()) / max(results[n][0], 1) * 1000 for n in sizes]
     peaks = [max(p for _, p in tables[n].values()) for n in sizes]
-    print(f"{'all steps':24}" + "".join(f"{t:>18.3f}{p / 2**20:>12.0f}" for t, p in zip(totals, peaks)) + f"{totals[-1] / totals[0]:>18.2f}")
+    cells = "".join(f"{t:>18.3f}{p / 2**20:>12.0f}" for t, p in zip(totals, peaks))
+    print(f"{'all steps':24}{cells}{totals[-1] / totals[0]:>18.2f}")
     print(f"(under 5 ms at every size, left out: {', '.join(idle)}; the shadow steps are no-ops without a challenger)")
     worst = max(peaks)
     print(f"\npeak task memory {worst / GIB:.2f} GiB ({'within' if worst <= 4 * GIB else 'OVER'} the 4 GiB budget)")

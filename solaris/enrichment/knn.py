@@ -165,9 +165,9 @@ def build_neighbours(
 def omp_threads(n: int) -> Iterator[None]:
     """faiss's OpenMP thread count for the block, then the count before it.
 
-    The OpenMP pool is process-wide and torch shares it (one libgomp): left set, it changed torch's thread
-    count for every later forward in the process, and with it the last bits of its sums (a rerun of an hour
-    in the same process scored a pair one float32 ulp apart from its first run)."""
+    The OpenMP pool is process-wide, and torch shares it when torch was loaded first (one libgomp): left set,
+    it changed torch's thread count for every later forward in the process, and with it the last bits of its
+    sums (a rerun of an hour in the same process scored a pair one float32 ulp apart from its first run)."""
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(n)
     try:

@@ -111,7 +111,12 @@ def log_model(
 
 
 def log_chain(
-    client: MlflowClient, fm: torch.nn.Module, ae: torch.nn.Module, vm: torch.nn.Module, fm_example: np.ndarray, vm_name: str
+    client: MlflowClient,
+    fm: torch.nn.Module,
+    ae: torch.nn.Module,
+    vm: torch.nn.Module,
+    fm_example: np.ndarray,
+    vm_name: str,
 ) -> PinnedVersions:
     """Register an FM, an AE of its embeddings and a VM reading the AE's codes as one chain, tagged as
     :func:`pinned_from_vm` checks them (the AE with its FM, the VM with their embedding version); the AE's and

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,28 @@ def airflow_database(pg_url: str) -> Iterator[str]:
     yield name
     with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def trigger_and_wait(
+    api: Api, settings: Settings, dag: str, logical: datetime, conf: dict[str, Any], timeout_s: float
+) -> tuple[str, str]:
+    """Trigger ``dag`` for ``logical`` as a user does through the REST API and wait for its end; returns the
+    run id and its final state. Triggered while paused, with run_after at the logical date: the run that
+    unpausing schedules for the wall-clock hour queues behind it (max_active_runs=1 starts the earliest
+    run_after first), and the DAG is paused again once this run ended."""
+    poll(f"{dag} parsed", lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
+         lambda dags: dag in {d["dag_id"] for d in dags}, 120)  # fmt: skip
+    run_id = f"stack_test_{uuid.uuid4().hex[:8]}"
+    api("POST", f"/api/v2/dags/{dag}/dagRuns", {
+        "dag_run_id": run_id, "logical_date": logical.isoformat(), "run_after": logical.isoformat(), "conf": conf,
+    })  # fmt: skip
+    assert api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})["is_paused"] is False
+    final = poll(
+        f"dag run {run_id}", lambda: api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}")["state"],
+        lambda s: s in ("success", "failed"), timeout_s, lambda: task_log_tails(settings, dag, run_id),
+    )  # fmt: skip
+    api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": True})
+    return run_id, final
 
 
 def live(process: psutil.Process) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -31,7 +30,9 @@ from solaris.training.jobs import TrainReport, World
 
 from mlflow_state import own_registry
 from precompute_env import copy_chain, precompute_settings, set_aliases
-from stack_session import Api, airflow_database, left_behind, poll, solaris, task_log_tails  # noqa: F401 (a fixture)
+from stack_session import (  # noqa: F401 (airflow_database: a fixture)
+    Api, airflow_database, left_behind, solaris, task_log_tails, trigger_and_wait,
+)  # fmt: skip
 from store_state import store_checksum
 
 DAG = "solaris_precompute"
@@ -78,24 +79,14 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
         assert location.startswith("mlflow-artifacts:"), location
 
         api = Api(state.urls["airflow"], "admin", airflow_password(state))
-        poll(f"{DAG} parsed", lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
-             lambda dags: DAG in {d["dag_id"] for d in dags}, 120)  # fmt: skip
         logical = EventLog(settings.world_dir()).start + timedelta(hours=30, minutes=20)
-        run_id = f"celery_test_{uuid.uuid4().hex[:8]}"
-        api("POST", f"/api/v2/dags/{DAG}/dagRuns", {
-            "dag_run_id": run_id, "logical_date": logical.isoformat(), "run_after": logical.isoformat(), "conf": CONF,
-        })  # fmt: skip
-        api("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": False})
-        final = poll(
-            f"dag run {run_id}", lambda: api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}")["state"],
-            lambda s: s in ("success", "failed"), RUN_TIMEOUT_S, lambda: task_log_tails(settings, DAG, run_id),
-        )  # fmt: skip
-        api("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": True})
+        run_id, final = trigger_and_wait(api, settings, DAG, logical, CONF, RUN_TIMEOUT_S)
         assert final == "success", task_log_tails(settings, DAG, run_id)
         marks.append(time.monotonic())
 
         instances = api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances?limit=200")["task_instances"]
-        ran = {(ti["task_id"], ti["map_index"]): (ti["queue"], ti["hostname"]) for ti in instances if ti["state"] == "success"}
+        done = [ti for ti in instances if ti["state"] == "success"]
+        ran = {(ti["task_id"], ti["map_index"]): (ti["queue"], ti["hostname"]) for ti in done}
         assert {ti["task_id"] for ti in instances if ti["state"] != "success"} == {"mark_failed"}  # never called
         assert sorted(i for task, i in ran if task == "embed_shard") == [0, 1, 2, 3]
         for (task, index), placed in sorted(ran.items()):

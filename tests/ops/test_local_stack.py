@@ -10,7 +10,6 @@ import json
 import os
 import time
 import urllib.request
-import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,7 +26,9 @@ from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World
 
 from precompute_env import precompute_settings
-from stack_session import Api, airflow_database, left_behind, poll, solaris, task_log_tails  # noqa: F401 (a fixture)
+from stack_session import (  # noqa: F401 (airflow_database: a fixture)
+    Api, airflow_database, left_behind, solaris, task_log_tails, trigger_and_wait,
+)  # fmt: skip
 
 DAG = "solaris_precompute"
 CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}
@@ -61,20 +62,8 @@ def test_stack_runs_precompute_through_airflow_and_stops_clean(
         assert solaris(env, "stack", "status").returncode == 0
 
         api = Api(state.urls["airflow"], "admin", airflow_password(state))
-        poll(f"{DAG} parsed", lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
-              lambda dags: DAG in {d["dag_id"] for d in dags}, 120)  # fmt: skip
         logical = EventLog(settings.world_dir()).start + timedelta(hours=30, minutes=20)
-        run_id = f"stack_test_{uuid.uuid4().hex[:8]}"
-        # Triggered while paused, with run_after at the logical date: the run unpausing schedules for the
-        # wall-clock hour queues behind it (max_active_runs=1 starts the earliest run_after first).
-        api("POST", f"/api/v2/dags/{DAG}/dagRuns", {
-            "dag_run_id": run_id, "logical_date": logical.isoformat(), "run_after": logical.isoformat(), "conf": CONF,
-        })  # fmt: skip
-        assert api("PATCH", f"/api/v2/dags/{DAG}", {"is_paused": False})["is_paused"] is False
-        final = poll(
-            f"dag run {run_id}", lambda: api("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}")["state"],
-            lambda s: s in ("success", "failed"), RUN_TIMEOUT_S, lambda: task_log_tails(settings, DAG, run_id),
-        )  # fmt: skip
+        run_id, final = trigger_and_wait(api, settings, DAG, logical, CONF, RUN_TIMEOUT_S)
         assert final == "success", task_log_tails(settings, DAG, run_id)
         marks.append(time.monotonic())
 
