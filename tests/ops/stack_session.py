@@ -21,6 +21,8 @@ import psycopg
 import pytest
 
 from solaris.config import Settings
+from solaris.ops.health import free_ports
+from solaris.ops.stack import StackState, state_path
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 
@@ -80,6 +82,21 @@ def airflow_database(pg_url: str) -> Iterator[str]:
     yield name
     with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def stack_up(
+    settings: Settings, pg_url: str, airflow_database: str, *options: str
+) -> tuple[dict[str, str], subprocess.CompletedProcess[str], StackState | None]:
+    """``solaris stack up`` on free ports for ``settings`` (as the only SOLARIS_*/AIRFLOW* variables), its
+    metadata in ``airflow_database``; returns the environment for later commands, the result and the state."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW"))} | settings.as_env()
+    airflow_port, mlflow_port, ranker_port = free_ports("127.0.0.1", 3)
+    up = solaris(
+        env, "stack", "up", *options,
+        "--airflow-port", str(airflow_port), "--mlflow-port", str(mlflow_port), "--ranker-port", str(ranker_port),
+        "--postgres-admin-url", pg_url, "--airflow-database", airflow_database,
+    )  # fmt: skip
+    return env, up, StackState.load(state_path(settings))
 
 
 def trigger_and_wait(

@@ -10,7 +10,6 @@ in-process runner of the same nodes leaves another.
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,8 +20,7 @@ import pytest
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.ops import procs
-from solaris.ops.health import free_ports
-from solaris.ops.stack import StackState, airflow_password, state_path, worker_data_dir
+from solaris.ops.stack import airflow_password, worker_data_dir
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
@@ -31,7 +29,7 @@ from solaris.training.jobs import TrainReport, World
 from mlflow_state import own_registry
 from precompute_env import copy_chain, precompute_settings, set_aliases
 from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api, airflow_database, left_behind, solaris, task_log_tails, trigger_and_wait,
+    Api, airflow_database, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait,
 )  # fmt: skip
 from store_state import store_checksum
 
@@ -53,15 +51,8 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
         mlflow_artifacts_dir=mlflow_root / "artifacts",
         staging_url=s3_url,
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW"))} | settings.as_env()
-    airflow_port, mlflow_port, ranker_port = free_ports("127.0.0.1", 3)
     marks = [time.monotonic()]
-    up = solaris(
-        env, "stack", "up", "--executor", "celery",
-        "--airflow-port", str(airflow_port), "--mlflow-port", str(mlflow_port), "--ranker-port", str(ranker_port),
-        "--postgres-admin-url", pg_url, "--airflow-database", airflow_database,
-    )  # fmt: skip
-    state = StackState.load(state_path(settings))
+    env, up, state = stack_up(settings, pg_url, airflow_database, "--executor", "celery")
     started: list[psutil.Process] = []
     try:
         assert up.returncode == 0, f"stack up failed:\n{up.stdout}\n{up.stderr}"

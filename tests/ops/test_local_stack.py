@@ -7,7 +7,6 @@ One test on purpose: starting the stack costs ~30 s, the precompute run about a 
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.request
 from datetime import timedelta
@@ -19,15 +18,14 @@ import pytest
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.ops import procs
-from solaris.ops.health import free_ports
-from solaris.ops.stack import StackState, airflow_password, state_path
+from solaris.ops.stack import airflow_password, state_path
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World
 
 from precompute_env import precompute_settings
 from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api, airflow_database, left_behind, solaris, task_log_tails, trigger_and_wait,
+    Api, airflow_database, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait,
 )  # fmt: skip
 
 DAG = "solaris_precompute"
@@ -40,15 +38,8 @@ def test_stack_runs_precompute_through_airflow_and_stops_clean(
     trained: tuple[Settings, World, TrainReport], pg_url: str, airflow_database: str, tmp_path: Path
 ) -> None:
     settings = precompute_settings(trained[0], tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW"))} | settings.as_env()
-    airflow_port, mlflow_port, ranker_port = free_ports("127.0.0.1", 3)
     marks = [time.monotonic()]
-    up = solaris(
-        env, "stack", "up",
-        "--airflow-port", str(airflow_port), "--mlflow-port", str(mlflow_port), "--ranker-port", str(ranker_port),
-        "--postgres-admin-url", pg_url, "--airflow-database", airflow_database,
-    )  # fmt: skip
-    state = StackState.load(state_path(settings))
+    env, up, state = stack_up(settings, pg_url, airflow_database)
     started: list[psutil.Process] = []
     try:
         assert up.returncode == 0, f"stack up failed:\n{up.stdout}\n{up.stderr}"
