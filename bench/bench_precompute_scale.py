@@ -37,6 +37,7 @@ from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.vm import VerticalModel, VMConfig
 from solaris.precompute import nodes
 from solaris.precompute.pipeline import PRECOMPUTE
+from solaris.precompute.run import call_node, run_resolved, wall_clock
 from solaris.training.jobs import HISTORY_COLUMNS
 
 PARAMS = {"shards": 2, "device": "cpu", "selector": "verifier"}
@@ -79,16 +80,14 @@ def register_untrained_chain(settings: Settings, log: EventLog) -> None:
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-bench-scale"))
     with mlflow.start_run():
         chain = registry.log_chain(client, fm, ae, vm, matrix[:5], lead)
-    for name, version in ((registry.FM_MODEL, chain.fm), (registry.AE_MODEL, chain.ae), (chain.vm_model, chain.vm)):
-        registry.set_alias(client, name, registry.CHAMPION, version)
+    registry.set_chain_alias(client, chain, registry.CHAMPION)
 
 
 def _task(settings: Settings, resolved: dict[str, Any], step: str, shard: int | None) -> Task:
     """One step in this (fresh) process: its node's wall time and the process's peak RSS."""
     run = nodes.hour_run(resolved)
-    node = getattr(nodes, step)
     started = time.perf_counter()
-    meta = node(run, settings) if shard is None else node(run, settings, shard)
+    meta = call_node(run, settings, step, shard)
     seconds = time.perf_counter() - started
     return Task(step, shard, seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, meta)
 
@@ -102,20 +101,16 @@ def task_processes() -> Any:
 
 
 def run_hour_as_tasks(settings: Settings, hour_end: Any) -> list[Task]:
-    """The declared steps in order, each in a new process."""
-    from solaris.precompute.run import wall_clock
-
+    """The in-process runner's steps, in its order, each in a new process."""
     resolved = nodes.resolve(settings, hour_end, PARAMS, wall_clock())
-    shards = PARAMS["shards"]
     tasks: list[Task] = []
-    outputs: dict[str, Any] = {}
-    for step in PRECOMPUTE.steps:
-        for shard in range(shards) if step.per_shard else [None]:
-            with ProcessPoolExecutor(1, mp_context=task_processes(), max_tasks_per_child=1) as pool:
-                tasks.append(pool.submit(_task, settings, resolved, step.name, shard).result())
-        mine = [t.meta for t in tasks if t.step == step.name]
-        outputs[step.name] = mine if step.per_shard else mine[0]
-    nodes.finish(nodes.hour_run(resolved), settings, resolved, outputs, wall_clock())
+
+    def in_fresh_process(step: str, shard: int | None) -> dict[str, Any]:
+        with ProcessPoolExecutor(1, mp_context=task_processes(), max_tasks_per_child=1) as pool:
+            tasks.append(pool.submit(_task, settings, resolved, step, shard).result())
+        return tasks[-1].meta
+
+    run_resolved(settings, resolved, call=in_fresh_process)
     return tasks
 
 

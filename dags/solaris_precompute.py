@@ -62,10 +62,11 @@ def _step_task(step: Step) -> Callable[..., Any]:
 
     def run_step(resolved: dict[str, Any], shard: int | None = None) -> dict[str, Any]:
         from solaris.precompute import nodes
+        from solaris.precompute.run import call_node
 
-        node, run, settings = getattr(nodes, step.name), _run(resolved), _settings()
+        run, settings = _run(resolved), _settings()
         try:
-            return node(run, settings) if shard is None else node(run, settings, shard)
+            return call_node(run, settings, step.name, shard)
         except nodes.NothingToPrecompute as nothing:
             nodes.skip(run, settings, datetime.now(UTC))
             raise AirflowSkipException(str(nothing)) from nothing

@@ -110,6 +110,11 @@ def _staging_url(raw: str | None, home: Path) -> str | None:
     return raw if "://" in raw or Path(raw).is_absolute() else str(home / raw)
 
 
+def is_tracking_server(uri: str) -> bool:
+    """An MLflow tracking URI that names a server (which then owns the store and the artifacts), not a store."""
+    return uri.startswith(("http://", "https://"))
+
+
 def _check_store_url(url: str) -> None:
     if not url.startswith(("sqlite://", "postgresql")):
         raise ConfigError(

@@ -61,41 +61,23 @@ def pg_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def s3_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A bucket on an S3-compatible server on localhost (moto's), as a staging URL any process can open."""
-    import subprocess
     import sys
-    import time
-    import urllib.request
+    import urllib.parse
 
     import pyarrow.fs
 
+    from local_service import serving
     from solaris.ops.health import free_ports
 
     port = free_ports("127.0.0.1", 1)[0]
-    log = tmp_path_factory.mktemp("moto") / "server.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)  # noqa: S310 (localhost)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"moto's S3 server did not start:\n{log.read_text()[-2000:]}")
-                time.sleep(0.2)
+    argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with serving("moto's S3 server", argv, f"http://127.0.0.1:{port}/", tmp_path_factory.mktemp("moto") / "log"):
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "solaris-test")  # moto accepts any keys; pyarrow needs some
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "solaris-test")
-        url = f"s3://staging/runs?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
         endpoint = {"endpoint_override": f"127.0.0.1:{port}", "scheme": "http", "region": "us-east-1"}
         # The bucket, which production creates once, outside SOLARIS.
         pyarrow.fs.S3FileSystem(**endpoint, allow_bucket_creation=True).create_dir("staging")
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        yield "s3://staging/runs?" + urllib.parse.urlencode(endpoint, safe=":")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

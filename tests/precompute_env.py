@@ -15,7 +15,7 @@ from solaris.config import Settings
 from solaris.models.features import fm_matrix
 from solaris.store import FeatureStore
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL, PinnedVersions
+from solaris.tracking.registry import PinnedVersions
 from solaris.training.jobs import TrainReport, World
 from solaris.vms import DEFAULT_VMS
 
@@ -71,8 +71,3 @@ def copy_chain(client: MlflowClient, settings: Settings, world: World, report: T
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-test-promotion"))
     with mlflow.start_run():
         return registry.log_chain(client, fm, ae, vm, fm_matrix(sample, world.index, fm.config.history), LEAD.name)
-
-
-def set_aliases(client: MlflowClient, chain: PinnedVersions, alias: str = CHAMPION) -> None:
-    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (chain.vm_model, chain.vm)):
-        registry.set_alias(client, name, alias, version)

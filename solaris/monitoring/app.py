@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from solaris.config import Settings
+from solaris.config import Settings, is_tracking_server
 
 if TYPE_CHECKING:
     from solaris.monitoring.report import HealthReport
@@ -58,7 +58,7 @@ def mlflow_unreachable(tracking_uri: str, timeout_s: float = PROBE_TIMEOUT_S) ->
 
     The page asks first because MLflow's client retries a refused connection for about 4 minutes.
     """
-    if not tracking_uri.startswith(("http://", "https://")):
+    if not is_tracking_server(tracking_uri):
         return None
     url = tracking_uri.rstrip("/") + "/health"
     try:

@@ -13,8 +13,10 @@ from typing import Any
 from solaris.config import Settings
 from solaris.precompute import nodes
 from solaris.precompute.pipeline import PRECOMPUTE
+from solaris.precompute.spec import HourRun
 
 Clock = Callable[[], datetime]
+StepCall = Callable[[str, int | None], dict[str, Any]]  # (step name, shard) -> the step's output
 
 
 def wall_clock() -> datetime:
@@ -35,21 +37,30 @@ def run_hour(
     return run_resolved(settings, nodes.resolve(settings, data_interval_end, params, clock()), clock=clock)
 
 
-def run_resolved(settings: Settings, resolved: dict[str, Any], *, clock: Clock = wall_clock) -> dict[str, Any]:
-    """Every declared step after ``resolve``, in declaration order, with the versions it pinned.
+def call_node(run: HourRun, settings: Settings, step: str, shard: int | None) -> dict[str, Any]:
+    """``nodes.<step>`` for the run (and the shard, for a step mapped over shards), in this process."""
+    node = getattr(nodes, step)
+    return node(run, settings) if shard is None else node(run, settings, shard)
+
+
+def run_resolved(
+    settings: Settings, resolved: dict[str, Any], *, clock: Clock = wall_clock, call: StepCall | None = None
+) -> dict[str, Any]:
+    """Every declared step after ``resolve``, in declaration order, with the versions it pinned; ``call``
+    runs one step (default: :func:`call_node` in this process; a benchmark runs each in a process of its own).
 
     A failure marks the run record failed and re-raises; the staging stays, as it does for an Airflow retry.
     A step that finds nothing to precompute ends the run, its record skipped, as the DAG skips the steps after it.
     """
     run = nodes.hour_run(resolved)
+    call = call or (lambda step, shard: call_node(run, settings, step, shard))
     try:
         outputs: dict[str, Any] = {}
         for step in PRECOMPUTE.steps:
-            node = getattr(nodes, step.name)
             if step.per_shard:
-                outputs[step.name] = [node(run, settings, shard) for shard in range(run.params.shards)]
+                outputs[step.name] = [call(step.name, shard) for shard in range(run.params.shards)]
             else:
-                outputs[step.name] = node(run, settings)
+                outputs[step.name] = call(step.name, None)
         return nodes.finish(run, settings, resolved, outputs, clock())
     except nodes.NothingToPrecompute as nothing:
         nodes.skip(run, settings, clock())

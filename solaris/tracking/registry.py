@@ -25,7 +25,7 @@ from mlflow.environment_variables import MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR
 from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 
-from solaris.config import Settings
+from solaris.config import Settings, is_tracking_server
 from solaris.embedding_version import check_ae_fm, embedding_version, parse_embedding_version
 from solaris.models import files
 from solaris.tracking import sqlite_file
@@ -69,7 +69,7 @@ def experiment(client: MlflowClient, settings: Settings, name: str) -> str:
     found = client.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
-    if settings.mlflow_tracking_uri.startswith(("http://", "https://")):
+    if is_tracking_server(settings.mlflow_tracking_uri):
         return client.create_experiment(name)
     location = settings.mlflow_artifacts_dir / name
     location.mkdir(parents=True, exist_ok=True)
@@ -136,6 +136,12 @@ def log_chain(
 
 def set_alias(client: MlflowClient, name: str, alias: str, version: str) -> None:
     client.set_registered_model_alias(name, alias, version)
+
+
+def set_chain_alias(client: MlflowClient, chain: PinnedVersions, alias: str) -> None:
+    """``alias`` on the chain's FM, AE and VM versions."""
+    for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (chain.vm_model, chain.vm)):
+        set_alias(client, name, alias, version)
 
 
 def version_by_alias(client: MlflowClient, name: str, alias: str) -> ModelVersion | None:

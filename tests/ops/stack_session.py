@@ -1,5 +1,6 @@
-"""What the whole-stack tests share: Airflow's REST API with its token, the ``solaris`` command, polling with
-the task logs on failure, a metadata database of the test's own, and finding processes a stack left behind."""
+"""What the whole-stack tests share: Airflow's REST API with its token, the ``solaris`` command, starting the
+stack, triggering a DAG and waiting for it with the task logs on failure, a metadata database of the test's
+own, and finding processes a stack left behind."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -23,6 +23,8 @@ import pytest
 from solaris.config import Settings
 from solaris.ops.health import free_ports
 from solaris.ops.stack import StackState, state_path
+
+from local_service import poll
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 
@@ -51,18 +53,6 @@ class Api:
 
 def solaris(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SOLARIS), *args], env=env, capture_output=True, text=True, timeout=600)
-
-
-def poll(what: str, fetch: Any, done: Any, timeout_s: float, explain: Any = lambda: "") -> Any:
-    """Call ``fetch`` until ``done(result)``; fail with ``explain()`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = fetch()
-        if done(result):
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not done after {timeout_s:.0f} s (last: {result!r})\n{explain()}")
-        time.sleep(2)
 
 
 def task_log_tails(settings: Settings, dag: str, run_id: str, chars: int = 2500) -> str:

@@ -24,10 +24,11 @@ from solaris.ops.stack import airflow_password, worker_data_dir
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
+from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 
 from mlflow_state import own_registry
-from precompute_env import copy_chain, precompute_settings, set_aliases
+from precompute_env import copy_chain, precompute_settings
 from stack_session import (  # noqa: F401 (airflow_database: a fixture)
     Api, airflow_database, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait,
 )  # fmt: skip
@@ -65,7 +66,7 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
         served = settings.with_overrides(mlflow_tracking_uri=state.urls["mlflow"])
         with own_registry(served) as client:
             chain = copy_chain(client, served, trained[1], trained[2])
-            set_aliases(client, chain)
+            registry.set_chain_alias(client, chain, registry.CHAMPION)
             location = client.get_experiment_by_name("solaris-test-promotion").artifact_location
         assert location.startswith("mlflow-artifacts:"), location
 

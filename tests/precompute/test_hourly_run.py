@@ -13,9 +13,10 @@ from solaris.precompute import nodes
 from solaris.precompute.run import run_hour, run_resolved
 from solaris.store import open_store
 from solaris.tracking import registry
+from solaris.tracking.registry import CHAMPION
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import LEAD, copy_chain, precompute_settings, set_aliases
+from precompute_env import LEAD, copy_chain, precompute_settings
 from store_state import store_checksum
 
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
@@ -97,12 +98,12 @@ def test_promoting_a_new_chain_mid_run_leaves_the_run_on_its_pinned_versions(
     pinned = registry.resolve_champions(client, LEAD.name)
     resolved = nodes.resolve(settings, world.log.start + FIRST_HOUR, PARAMS, fixed_clock())
     new_chain = copy_chain(client, settings, world, report)
-    set_aliases(client, new_chain)
+    registry.set_chain_alias(client, new_chain, CHAMPION)
     try:
         assert registry.resolve_champions(client, LEAD.name) == new_chain != pinned
         done = run_resolved(settings, resolved, clock=fixed_clock)
     finally:
-        set_aliases(client, pinned)
+        registry.set_chain_alias(client, pinned, CHAMPION)
 
     run = nodes.hour_run(resolved)
     assert (run.fm_version, run.ae_version, run.vm_version) == (pinned.fm, pinned.ae, pinned.vm)

@@ -14,11 +14,11 @@ from solaris.data.eventlog import EventLog
 from solaris.precompute.run import run_hour
 from solaris.store import open_store
 from solaris.tracking import registry
-from solaris.tracking.registry import CHALLENGER, SHADOW, PinnedVersions
+from solaris.tracking.registry import CHALLENGER, CHAMPION, SHADOW, PinnedVersions
 from solaris.tracking.promotion import await_shadow
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import LEAD, copy_chain, set_aliases, store_rows
+from precompute_env import LEAD, copy_chain, store_rows
 from store_state import store_checksum
 from test_hourly_run import FIRST_HOUR, PARAMS, fixed_clock
 
@@ -40,8 +40,8 @@ def chains(
     try:
         yield client, champion, challenger
     finally:
-        set_aliases(client, champion)
-        set_aliases(client, previous, CHALLENGER)
+        registry.set_chain_alias(client, champion, CHAMPION)
+        registry.set_chain_alias(client, previous, CHALLENGER)
 
 
 def versions_written(settings: Settings, table: str) -> dict[str, int]:

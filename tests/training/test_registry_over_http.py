@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import mlflow
 import numpy as np
 import pytest
 import torch
+from local_service import serving
 from mlflow_state import own_registry
 
 from solaris.config import Settings
@@ -59,27 +58,10 @@ def tracking_server(settings: Settings, tmp_path: Path) -> Iterator[str]:
     port = free_ports("127.0.0.1", 1)[0]
     config = dataclasses.replace(mlflow_server.ServerConfig.load(), port=port)
     assert config.serve_artifacts, "mlflow/server.toml must proxy artifacts"
-    log = tmp_path / "mlflow-server.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            mlflow_server.command(settings, config), env=os.environ | config.env, stdout=out, stderr=out,
-            start_new_session=True,
-        )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(url + "/health", timeout=2)  # noqa: S310 (localhost)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the MLflow server did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.5)
+    argv = mlflow_server.command(settings, config)
+    with serving("the MLflow server", argv, url + "/health", tmp_path / "mlflow-server.log", os.environ | config.env):
         yield url
-    finally:
-        os.killpg(server.pid, 15)
-        server.wait(timeout=60)
 
 
 @pytest.mark.slow  # an MLflow server's start: 5-15 s
