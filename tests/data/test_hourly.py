@@ -36,6 +36,15 @@ def test_partitions_are_hive_style_by_hour(tmp_path: Path) -> None:
     assert hourly.available_hours(tmp_path) == written
 
 
+def test_rows_out_of_time_order_land_in_their_hours_in_their_order(tmp_path: Path) -> None:
+    table = _impressions(3, 4)
+    shuffled = table.take(pa.array([5, 0, 11, 6, 1, 10, 2, 7, 3, 9, 4, 8]))  # hours 1 0 2 1 0 2 0 1 0 2 0 2
+    assert hourly.write_hourly(shuffled, tmp_path) == [T0 + timedelta(hours=h) for h in range(3)]
+    for h, ids in enumerate(([0, 1, 2, 3], [5, 6, 7, 4], [11, 10, 9, 8])):
+        got = pq.read_table(hourly.partition_dir(tmp_path, T0 + timedelta(hours=h)) / "part-0.parquet")
+        assert got["request_id"].to_pylist() == ids
+
+
 def test_range_read_returns_exactly_the_hours_asked(tmp_path: Path) -> None:
     hourly.write_hourly(_impressions(6, 5), tmp_path)
     start, end = T0 + timedelta(hours=1), T0 + timedelta(hours=4)
