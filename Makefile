@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-integration bench clean
+.PHONY: setup run test test-integration bench bench-setup clean
 
 setup: $(STAMP)
 
@@ -27,8 +27,12 @@ test: $(STAMP)
 test-integration: $(STAMP)
 	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) bench-setup
 	$(BIN)/python bench/run_all.py
+
+# bench_serving.py's HTTP load generator (hey): installed when missing, or the way to install it is printed.
+bench-setup:
+	bench/install_hey.sh
 
 clean:
 	rm -rf var mlflow/mlflow.db mlflow/artifacts

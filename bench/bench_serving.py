@@ -7,10 +7,14 @@
   ranker with the service's timeout (the read on a thread pool) and the floor take turns on the same
   requests; the floor is checked to produce the ranker's exact inputs first. SQLite and PostgreSQL, each as
   written and after ANALYZE. The VM is the SOLARIS variant at VMConfig's default size, random weights.
-- HTTP: the FastAPI service as ``solaris serve`` runs it (uvicorn, the service's store timeout, features
-  as served logged to Parquet) on the SQLite store, driven by ``hey`` at a fixed rate: 4 hey processes x
-  50 requests/s, each with its own body (hey sends one body per process), a fixed request count so every
-  offered request is accounted for; the floor is the same load on ``/healthz`` of the same server.
+- HTTP, on each backend: the FastAPI service as ``solaris serve`` runs it (uvicorn, the service's store
+  timeout, features as served logged to Parquet), driven by ``hey`` at a fixed rate: 4 hey processes x 50
+  requests/s, each with its own body (hey sends one body per process), a fixed request count so every
+  offered request is accounted for; the floor is the same load on ``/healthz`` of the same server. The CPU
+  each kind of process spent per request at that rate (server workers, their served-log writers, hey) and
+  how busy the machine was say what the tail is made of. Then a sweep of rates finds the highest one the
+  service sustains: every offered request answered 200, at least 95% of the offered rate achieved, p99
+  within 50 ms.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import psutil
 import psycopg
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -51,15 +58,18 @@ from solaris.serving.champion import ServingModel
 from solaris.serving.metrics import MULTIPROCESS_DIR_ENV, STORE_FAILURES
 from solaris.serving.servedlog import served_dir
 from solaris.enrichment.tiers import TIER_NAMES, served_inputs
-from solaris.store import FeatureStore, SqliteStoreConfig, TierBatchRead, open_store
+from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, TierBatchRead, open_store
 from solaris.store.codec import decode_exposure, decode_lists, storage_dtype, to_micros
+from solaris.store.config import parse_store_url
 from solaris.store.combine import weighted_mean
 from solaris.tracking.registry import PinnedVersions
 
 AT = T0 + HOUR / 2  # every row written by bench_store.fill is fresh
 STORE_TIMEOUT_S = ServiceConfig().store_timeout_ms / 1000
 TARGET_MS = {"sqlite": 5.0, "postgresql": 8.0}  # in-process read + score p99 (issue #6)
-HTTP_TARGET_MS, RATE, CLIENTS = 20.0, 200, 4
+HTTP_TARGET_MS, HTTP_TARGET_RATIO, RATE, CLIENTS = 15.0, 3.0, 200, 4  # issue #18
+SUSTAINED_P99_MS, SUSTAINED_SHARE, SWEEP = 50.0, 0.95, (100, 150, 200, 250, 300, 400, 500, 600)
+PER_CLIENT_RATE = 50  # the sweep adds hey processes rather than speed one up: each waits for its answers
 FLOOR = "floor (numpy)"
 BENCH_VM = "bench"  # the name the bench's VM serves under (its metrics' vm label)
 # The default synthetic world's side features and their cardinalities (solaris.data.synthetic).
@@ -267,7 +277,7 @@ def http_app() -> FastAPI:
     """The service as ``solaris serve`` builds it (served log on, the default store timeout), with the
     bench's VM in place of the registry's champion; uvicorn's ``--factory`` calls it in the server process."""
     config = ServiceConfig(served_log_dir=Path(os.environ[ENV_LOG]), torch_threads=int(os.environ[ENV_THREADS]))
-    store = open_store(SqliteStoreConfig(Path(os.environ[ENV_STORE])))
+    store = open_store(parse_store_url(os.environ[ENV_STORE]))
     model = serving_model(os.environ[ENV_VERSION], int(os.environ[ENV_USERS]))
     return create_app(build_service(store, {model.pinned.vm_name: model}, config), config)
 
@@ -284,15 +294,15 @@ def get(url: str) -> tuple[int, str]:
 
 
 @contextmanager
-def http_server(store_path: Path, version: str, n_users: int, served_log: Path, workers: int) -> Iterator[str]:
-    """uvicorn with ``solaris serve``'s settings in a child process; its base URL once /readyz answers.
-    With several workers their metrics are merged as ``solaris serve --workers`` merges them."""
+def http_server(store_url: str, version: str, n_users: int, served_log: Path, workers: int) -> Iterator[Server]:
+    """uvicorn with ``solaris serve``'s settings in a child process, once /readyz answers. With several
+    workers their metrics are merged as ``solaris serve --workers`` merges them."""
     port = free_port()
     metrics_dir = served_log.parent / "serve-metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
     multiprocess = {MULTIPROCESS_DIR_ENV: str(metrics_dir)} if workers > 1 else {}
     env = os.environ | multiprocess | {
-        ENV_STORE: str(store_path), ENV_VERSION: version, ENV_USERS: str(n_users), ENV_LOG: str(served_log),
+        ENV_STORE: store_url, ENV_VERSION: version, ENV_USERS: str(n_users), ENV_LOG: str(served_log),
         ENV_THREADS: str(torch.get_num_threads()),
     }  # fmt: skip
     command = [
@@ -313,7 +323,7 @@ def http_server(store_path: Path, version: str, n_users: int, served_log: Path, 
                 if time.monotonic() > deadline:
                     raise
             time.sleep(0.5)
-        yield base
+        yield Server(base, server.pid)
     finally:
         server.send_signal(signal.SIGTERM)  # uvicorn's graceful shutdown: the lifespan flushes the served log
         try:
@@ -343,74 +353,204 @@ class Load:
     offered: int
     not_ok: int  # answered with a status other than 200
     seconds: float
+    rate: float  # offered requests/s (nan: back to back)
+    hey_cpu_s: float  # CPU the hey processes spent
+    spread: bool  # requests one by one at even intervals, not in bursts of one per hey process
 
     @property
     def errors(self) -> int:
         """Non-200 answers plus requests with no answer (hey's CSV lists only answered requests)."""
         return self.not_ok + self.offered - len(self.latencies)
 
+    @property
+    def achieved(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def sustained(self) -> bool:
+        """Every request answered 200, the offered rate kept (hey waits for each answer, so a slow service
+        lowers the rate it is offered), p99 within the bound."""
+        return (
+            not self.errors
+            and self.achieved >= SUSTAINED_SHARE * self.rate
+            and float(np.percentile(self.latencies, 99)) <= SUSTAINED_P99_MS
+        )
+
 
 def hey(
-    url: str, per_client: int, bodies: Sequence[Path] | None, clients: int = CLIENTS, rate: float | None = RATE
+    url: str,
+    per_client: int,
+    bodies: Sequence[Path] | None,
+    clients: int = CLIENTS,
+    rate: float | None = RATE,
+    spread: bool = False,
 ) -> Load:
     """``clients`` hey processes (body k for process k), ``per_client`` requests each at ``rate / clients``
     requests/s (``None``: back to back). Started together, their tickers run in phase, as one hey's
-    ``-c`` workers do: ``clients`` requests arrive at once every ``clients / rate`` seconds.
+    ``-c`` workers do: ``clients`` requests arrive at once every ``clients / rate`` seconds. ``spread``
+    starts process k ``k / rate`` seconds after the first, so one request arrives every ``1 / rate`` seconds.
 
     One connection per request: a kept-alive connection stays with the worker that accepted it, and uvicorn's
     workers accept from one socket, so hey's 4 connections often all landed on one worker (3 trials: 4+0,
     4+0, 3+1), making a 2-worker run a 1-worker one. A new connection goes to a free worker, as a load
     balancer in front of the workers would send it; the connection's cost is in every figure, floor included."""
-    started = time.perf_counter()
+    started, children_before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     processes = []
     for k in range(clients):
+        if spread and rate:
+            time.sleep(max(started + k / rate - time.perf_counter(), 0.0))
         command = ["hey", "-n", str(per_client), "-c", "1", "-o", "csv", "-disable-keepalive"]
         command += [] if rate is None else ["-q", f"{rate / clients:g}"]
         command += [] if bodies is None else ["-m", "POST", "-T", "application/json", "-D", str(bodies[k])]
         processes.append(subprocess.Popen([*command, url], stdout=subprocess.PIPE, text=True))
     outputs = [p.communicate()[0] for p in processes]
     seconds = time.perf_counter() - started
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the hey processes, once waited for
+    hey_cpu = children.ru_utime + children.ru_stime - children_before.ru_utime - children_before.ru_stime
     rows = [row for out in outputs for row in csv.DictReader(io.StringIO(out))]
     latencies = np.array([float(r["response-time"]) * 1e3 for r in rows])
     not_ok = sum(r["status-code"] != "200" for r in rows)
-    return Load(latencies, per_client * clients, not_ok, seconds)
+    return Load(latencies, per_client * clients, not_ok, seconds, rate or math.nan, hey_cpu, spread)
 
 
-def scrape(base: str) -> dict[str, float]:
-    """The service's counters, by ``name{label}``."""
+Counters = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(base: str) -> Counters:
+    """The service's counters, by name and labels (the exposition's label order is not the declared one)."""
     _, text = get(f"{base}/metrics")
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name.endswith("_total"):
-                label = ",".join(sample.labels.values())
-                out[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
-    return out
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    }
+
+
+def counter(counters: Counters, name: str, **labels: str) -> float:
+    return counters.get((name, frozenset(labels.items())), 0.0)
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str  # URL
+    pid: int  # uvicorn's supervisor: its children are the workers, theirs the served-log writers
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU so far of the workers and of the served-log writers (uvicorn's supervisor and multiprocessing's
+        resource tracker idle)."""
+        out = {"workers": 0.0, "served-log writers": 0.0}
+        for worker in psutil.Process(self.pid).children():
+            if "resource_tracker" in " ".join(worker.cmdline()):
+                continue
+            for process, kind in ((worker, "workers"), *((w, "served-log writers") for w in worker.children())):
+                times = process.cpu_times()
+                out[kind] += times.user + times.system
+        return out
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """Where the CPU went while a load ran, in ms per answered request, and how busy the machine was."""
+
+    per_request_ms: dict[str, float]
+    busy_cores: float
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU so far of the PostgreSQL server's processes on this machine (its backends serve the workers' reads)."""
+    total = 0.0
+    for process in psutil.process_iter(["name", "cpu_times"]):
+        if process.info["name"] == "postgres" and process.info["cpu_times"] is not None:
+            total += process.info["cpu_times"].user + process.info["cpu_times"].system
+    return total
+
+
+def with_cpu(server: Server, run: Callable[[], Load]) -> tuple[Load, CpuUse]:
+    """``run``'s load, and the CPU of every process that served it, PostgreSQL's included (idle for SQLite)."""
+
+    def cpu_seconds() -> dict[str, float]:
+        return server.cpu_seconds() | {"postgres": postgres_cpu_seconds()}
+
+    before, machine = cpu_seconds(), psutil.cpu_times()
+    load = run()
+    after, machine_after = cpu_seconds(), psutil.cpu_times()
+    idle = machine_after.idle + machine_after.iowait - machine.idle - machine.iowait
+    busy = (sum(machine_after) - sum(machine) - idle) / load.seconds
+    answered = max(len(load.latencies), 1)
+    per_request = {kind: (after[kind] - before[kind]) * 1e3 / answered for kind in after}
+    return load, CpuUse(per_request | {"hey": load.hey_cpu_s * 1e3 / answered}, busy)
+
+
+@dataclass(frozen=True)
+class AtRate:
+    """/healthz (the floor), then /rank, at ``RATE`` in one arrival pattern."""
+
+    floor: Load
+    rank: Load
+    cpu: CpuUse  # during ``rank``
+
+    def verdict(self) -> str:
+        p99, floor = (float(np.percentile(load.latencies, 99)) for load in (self.rank, self.floor))
+        met = p99 <= HTTP_TARGET_MS and p99 / floor <= HTTP_TARGET_RATIO and not self.rank.errors
+        return f"{'ok' if met else 'MISS'} <={HTTP_TARGET_MS:g} ms and <={HTTP_TARGET_RATIO:g}x"
+
+
+PATTERNS = {"bursts": False, "spread": True}  # name: hey's ``spread``
 
 
 @dataclass(frozen=True)
 class HttpResult:
-    floor: Load  # /healthz at the same rate
-    rank: Load
-    sequential: Load  # /rank, one client, back to back: the service time without queueing
-    counters: dict[str, float]  # during ``rank``
+    backend: str
+    at_rate: dict[str, AtRate]  # by PATTERNS
+    sequential: Load  # /rank, one client back to back: the service time without queueing
+    counters: Counters  # during the /rank loads at RATE
     logged_rows: int
+    sweep: list[Load]  # /rank at each rate of SWEEP, spread, up to the first not sustained
+
+    def highest_sustained(self) -> float | None:
+        rates = [load.rate for load in self.sweep if load.sustained()]
+        return max(rates) if rates else None
 
 
-def bench_http(store_path: Path, version: str, data: Pairs, duration: float, workdir: Path, workers: int) -> HttpResult:
+def store_url(config: SqliteStoreConfig | PostgresStoreConfig) -> str:
+    """The store's URL as ``solaris serve`` takes it (``--store-url``; the schema as a query parameter)."""
+    if isinstance(config, SqliteStoreConfig):
+        return config.url
+    return config.url + ("" if config.schema is None else f"?schema={config.schema}")
+
+
+def sweep(base: str, workdir: Path, data: Pairs, seconds: float) -> list[Load]:
+    """/rank at rising rates, ``PER_CLIENT_RATE`` per hey process, until one is not sustained."""
+    loads = []
+    for rate in SWEEP:
+        clients = max(CLIENTS, math.ceil(rate / PER_CLIENT_RATE))
+        paths = bodies(data, clients, workdir)
+        loads.append(hey(f"{base}/rank", max(int(rate * seconds) // clients, 1), paths, clients, rate, spread=True))
+        if not loads[-1].sustained():
+            break
+    return loads
+
+
+def bench_http(
+    backend: str, url: str, version: str, data: Pairs, duration: float, workdir: Path, workers: int
+) -> HttpResult:
     per_client = int(RATE * duration) // CLIENTS
-    served_log = workdir / "served"
+    served_log = workdir / f"served-{backend}"
     paths = bodies(data, CLIENTS, workdir)
-    with http_server(store_path, version, int(data.users.max()) + 1, served_log, workers) as base:
+    with http_server(url, version, int(data.users.max()) + 1, served_log, workers) as server:
+        base = server.base
         hey(f"{base}/rank", 25, paths)  # warm-up
-        floor = hey(f"{base}/healthz", per_client, None)
-        before = scrape(base)
-        rank = hey(f"{base}/rank", per_client, paths)
-        after = scrape(base)
+        at_rate, counters = {}, {}
+        for pattern, spread in PATTERNS.items():
+            floor = hey(f"{base}/healthz", per_client, None, spread=spread)
+            before = scrape(base)
+            rank, cpu = with_cpu(server, lambda spread=spread: hey(f"{base}/rank", per_client, paths, spread=spread))
+            counters = {k: counters.get(k, 0.0) + v - before.get(k, 0.0) for k, v in scrape(base).items()}
+            at_rate[pattern] = AtRate(floor, rank, cpu)
         sequential = hey(f"{base}/rank", 500, paths, clients=1, rate=None)
-    counters = {k: v - before.get(k, 0.0) for k, v in after.items()}
+        rates = sweep(base, workdir, data, max(duration / 3, 2.0))
     logged = pads.dataset(served_dir(served_log, BENCH_VM), format="parquet", partitioning="hive").count_rows()
-    return HttpResult(floor, rank, sequential, counters, logged)
+    return HttpResult(backend, at_rate, sequential, counters, logged, rates)
 
 
 # -- the run ---------------------------------------------------------------------------------------------
@@ -430,7 +570,9 @@ def bench_backend(
             splits["as written"] = in_process(store, reqs, floor, model)
             analyze(backend, raw)
             splits["analyzed"] = in_process(store, reqs, floor, model)
-        http = None if duration is None else bench_http(Path(raw), version, data, duration, workdir, workers)
+        http = None
+        if duration is not None:
+            http = bench_http(backend, store_url(config), version, data, duration, workdir, workers)
     return splits, http
 
 
@@ -462,29 +604,43 @@ def print_in_process(results: dict[str, dict[str, dict[str, Split]]], rows: int,
 
 
 def print_http(http: HttpResult, duration: float, workers: int) -> None:
-    print(f"\nHTTP (SQLite, served log on, {workers} worker(s), {torch.get_num_threads()} torch thread(s)): {RATE} requests/s for "
-          f"{duration:g} s, {CLIENTS} hey processes x {RATE / CLIENTS:g}/s, one body each, {ITEMS_PER_USER} "
-          "candidates per /rank (ms)")  # fmt: skip
-    print(f"{'endpoint':<10} {'offered':>8} {'answered':>8} {'rate/s':>7} {'p50':>7} {'p99':>7} {'max':>7} "
-          f"{'errors':>6} {'p99/floor':>9} {'target (0 errors)':>17}")  # fmt: skip
-    floor = np.percentile(http.floor.latencies, 99)
-    for name, load in (("/healthz", http.floor), ("/rank", http.rank)):
-        p99 = np.percentile(load.latencies, 99)
-        target = "" if load is http.floor else verdict(p99, HTTP_TARGET_MS, load.errors)
-        print(
-            f"{name:<10} {load.offered:>8} {len(load.latencies):>8} {len(load.latencies) / load.seconds:>7.1f} "
-            f"{ms(load.latencies, 50)} {ms(load.latencies, 99)} {load.latencies.max():>7.2f} {load.errors:>6} "
-            f"{p99 / floor:>8.1f}x {target:>17}"
-        )
+    print(f"\nHTTP ({http.backend}, served log on, {workers} worker(s), {torch.get_num_threads()} torch thread(s)): "
+          f"{RATE} requests/s for {duration:g} s from {CLIENTS} hey processes x {RATE / CLIENTS:g}/s, one body each, "
+          f"{ITEMS_PER_USER} candidates per /rank; bursts: the processes in phase, {CLIENTS} requests at once every "
+          f"{CLIENTS / RATE * 1e3:g} ms; spread: one request every {1e3 / RATE:g} ms (ms)")  # fmt: skip
+    print(f"{'pattern':<8} {'endpoint':<10} {'offered':>8} {'answered':>8} {'rate/s':>7} {'p50':>7} {'p99':>7} "
+          f"{'max':>7} {'errors':>6} {'p99/floor':>9}  target (0 errors)")  # fmt: skip
+    for pattern, measured in http.at_rate.items():
+        floor = np.percentile(measured.floor.latencies, 99)
+        for name, load in (("/healthz", measured.floor), ("/rank", measured.rank)):
+            p99 = np.percentile(load.latencies, 99)
+            print(
+                f"{pattern:<8} {name:<10} {load.offered:>8} {len(load.latencies):>8} {load.achieved:>7.1f} "
+                f"{ms(load.latencies, 50)} {ms(load.latencies, 99)} {load.latencies.max():>7.2f} {load.errors:>6} "
+                f"{p99 / floor:>8.1f}x  {measured.verdict() if load is measured.rank else ''}"
+            )
+    for pattern, measured in http.at_rate.items():
+        per_request = measured.cpu.per_request_ms
+        cpu = ", ".join(f"{kind} {value:.2f}" for kind, value in per_request.items())
+        print(f"CPU per answered /rank ({pattern}, ms): {cpu}; {sum(per_request.values()):.2f} in all, "
+              f"{RATE}/s would need {sum(per_request.values()) * RATE / 1e3:.2f} cores; the machine was busy "
+              f"{measured.cpu.busy_cores:.2f} of {psutil.cpu_count()} cores")  # fmt: skip
     seq, c = http.sequential, http.counters
     print(f"/rank, one client back to back (service time, no queueing): p50 {ms(seq.latencies, 50).strip()}, "
           f"p99 {ms(seq.latencies, 99).strip()}, {seq.errors} errors")  # fmt: skip
-    failures = ", ".join(f"{k} {c.get(f'solaris_store_failures_total{{{BENCH_VM},{k}}}', 0):.0f}" for k in STORE_FAILURES)
-    tiers = {t: c.get(f"solaris_rank_candidates_total{{{BENCH_VM},{t}}}", 0.0) for t in TIER_NAMES}
+    failures = ", ".join(f"{k} {counter(c, 'solaris_store_failures_total', vm=BENCH_VM, kind=k):.0f}" for k in STORE_FAILURES)
+    tiers = {t: counter(c, "solaris_rank_candidates_total", vm=BENCH_VM, tier=t) for t in TIER_NAMES}
     shares = ", ".join(f"{t} {v / max(sum(tiers.values()), 1):.0%}" for t, v in tiers.items())
-    dropped = c.get("solaris_served_log_dropped_rows_total", 0)
+    dropped = counter(c, "solaris_served_log_dropped_rows_total")
     print(f"during /rank at {RATE}/s: store failures (served as tier none) {failures}; tiers {shares}; "
           f"served log: {http.logged_rows:,} rows written in all, {dropped:.0f} dropped")  # fmt: skip
+    print(f"sweep (/rank, spread, {PER_CLIENT_RATE}/s per hey process; sustained: 0 errors, >= {SUSTAINED_SHARE:.0%} of the "
+          f"offered rate, p99 <= {SUSTAINED_P99_MS:g} ms):")  # fmt: skip
+    for load in http.sweep:
+        print(f"  offered {load.rate:>4.0f}/s: achieved {load.achieved:6.1f}/s, p50 {ms(load.latencies, 50)}, "
+              f"p99 {ms(load.latencies, 99)}, {load.errors} errors: {'sustained' if load.sustained() else 'not sustained'}")
+    best = http.highest_sustained()
+    print(f"highest rate sustained ({http.backend}): {'none of the sweep' if best is None else f'{best:.0f} requests/s'}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -508,21 +664,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rows < ITEMS_PER_USER or n_requests < 1 or duration < 0:
         parser.error(f"--rows must be >= {ITEMS_PER_USER}, --requests >= 1 and --duration >= 0")
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    with_http = duration > 0 and "sqlite" in backends
+    with_http = duration > 0
     if with_http and shutil.which("hey") is None:
-        print("hey is not installed, so the HTTP part is skipped: install the Debian package `hey` "
-              "(apt-get install hey) or pass --duration 0 to skip it on purpose", flush=True)  # fmt: skip
+        print("hey is not installed, so the HTTP part is skipped: `make bench-setup` installs it (the Debian "
+              "package `hey`), or pass --duration 0 to skip it on purpose", flush=True)  # fmt: skip
         with_http = False
     data = Pairs.make(rows)
-    results, http = {}, None
+    results, https = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for backend in backends:
             print(f"{backend}: filling {len(data.users):,} pair rows and measuring ...", flush=True)
-            http_duration = duration if with_http and backend == "sqlite" else None
-            results[backend], got = bench_backend(backend, data, n_requests, http_duration, Path(tmp), args.workers)
-            http = got or http
+            http_duration = duration if with_http else None
+            results[backend], http = bench_backend(backend, data, n_requests, http_duration, Path(tmp), args.workers)
+            https += [http] if http is not None else []
     print_in_process(results, len(data.users), n_requests)
-    if http is not None:
+    for http in https:
         print_http(http, duration, args.workers)
     return 0
 
