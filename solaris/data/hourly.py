@@ -23,10 +23,13 @@ HOUR = timedelta(hours=1)
 
 
 def as_utc(t: datetime) -> datetime:
-    """Logical times must be timezone-aware; a naive one is ambiguous, so it is refused."""
+    """Logical times must be timezone-aware; a naive one is ambiguous, so it is refused. The answer is a plain
+    ``datetime`` whatever came in: Airflow hands over pendulum's, and a pendulum time moved to the stdlib's UTC
+    turns naive under arithmetic (``- timedelta`` drops its zone), which a scheduled training run hit."""
     if t.tzinfo is None:
         raise ValueError(f"time {t.isoformat()} has no timezone; pass a UTC-aware datetime")
-    return t.astimezone(UTC)
+    u = t.astimezone(UTC)
+    return datetime(u.year, u.month, u.day, u.hour, u.minute, u.second, u.microsecond, tzinfo=UTC)
 
 
 def floor_hour(t: datetime) -> datetime:

@@ -90,6 +90,14 @@ def test_iter_hours_streams_one_hour_at_a_time(tmp_path: Path) -> None:
     assert all(t.num_rows == 4 for _, t in chunks)
 
 
+def test_an_airflow_time_becomes_a_plain_utc_time_that_stays_aware() -> None:
+    import pendulum
+
+    t = hourly.as_utc(pendulum.datetime(2026, 1, 7, 3, 30, tz="Europe/Paris"))
+    assert type(t) is datetime and t == datetime(2026, 1, 7, 2, 30, tzinfo=UTC)
+    assert (t - timedelta(hours=30)).tzinfo is not None and hourly.floor_hour(t).tzinfo is not None
+
+
 def test_naive_time_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no timezone"):
         hourly.read_range(tmp_path, datetime(2026, 1, 5), datetime(2026, 1, 6), IMPRESSIONS)
