@@ -37,6 +37,7 @@ from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from solaris.assets import VM_CHAMPION
+from solaris.live.timetable import live_or
 from solaris.precompute.params import FORM, airflow_param
 from solaris.precompute.pipeline import PRECOMPUTE, Step
 
@@ -77,7 +78,7 @@ def _step_task(step: Step) -> Callable[..., Any]:
 
 @dag(
     dag_id="solaris_precompute",
-    schedule="@hourly",
+    schedule=live_or(1, "@hourly"),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

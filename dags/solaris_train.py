@@ -29,6 +29,7 @@ from airflow.sdk import Param, dag, task
 
 from solaris.assets import AE_CHAMPION, FM_CHAMPION, VM_CHAMPION
 from solaris.config import Settings
+from solaris.live.timetable import live_or
 from solaris.precompute.params import airflow_param
 from solaris.vms import ALL_VMS
 
@@ -49,7 +50,7 @@ def _skip_unless_chain(params: dict[str, Any]) -> None:
 
 @dag(
     dag_id="solaris_train",
-    schedule="@daily",
+    schedule=live_or(24, "@daily"),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

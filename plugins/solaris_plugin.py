@@ -1,4 +1,5 @@
-"""The SOLARIS page in the Airflow UI: the health app mounted at ``/solaris`` and a nav entry that frames it.
+"""The SOLARIS page in the Airflow UI (the health app mounted at ``/solaris`` and a nav entry that frames it),
+and the live clock's timetable, which Airflow deserializes only from a registered plugin.
 
 Airflow imports this file from its plugins folder (in every component that loads plugins), so it stays
 light: the app module imports the report's heavy dependencies only when the page is opened. Airflow does
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from solaris.live.timetable import SimulatedIntervals
 from solaris.monitoring.app import create_app
 
 URL_PREFIX = "/solaris"
@@ -16,6 +18,7 @@ URL_PREFIX = "/solaris"
 
 class SolarisPlugin(AirflowPlugin):
     name = "solaris"
+    timetables = [SimulatedIntervals]
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "SOLARIS feature store"}]
     # A relative href resolves against the UI's base URL, so the frame still works when Airflow has a prefix.
     external_views = [

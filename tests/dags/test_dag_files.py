@@ -15,11 +15,12 @@ from solaris.eval.protocol import FM_REFRESH_HOURS
 from solaris.precompute.pipeline import CLOSE, OPEN, PRECOMPUTE, Pipeline
 
 HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
-# The declarations a DAG file may import at parse time: stdlib-only modules (and their packages).
+# The declarations a DAG file may import at parse time: stdlib-only modules (and their packages), and the live
+# schedule (stdlib, pendulum and Airflow's timetable base, which airflow.sdk loads anyway).
 LIGHT_SOLARIS = {
     "solaris", "solaris.config", "solaris.airflow_env", "solaris.assets",
     "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline", "solaris.eval",
-    "solaris.eval.protocol", "solaris.vms",
+    "solaris.eval.protocol", "solaris.vms", "solaris.live", "solaris.live.clock", "solaris.live.timetable",
 }  # fmt: skip
 
 
