@@ -25,6 +25,11 @@ CASES = {
     "replay, unknown FM cadence": (["replay", "--fm-refresh", "hourly"], "invalid choice: 'hourly'"),
     "train, unknown variant": (["train", "vm", "--variant", "nope"], "--variant 'nope': choose one of"),
     "data generate, unknown preset": (["data", "generate", "--preset", "nope"], "--preset 'nope'"),
+    "data generate, prefix past the span": (
+        ["data", "generate", "--preset", "tiny", "--hours", "73"], "hours=73 must lie in [1, 72]"
+    ),
+    "data live, no world": (["data", "live", "--name", "absent"], "is not an event log"),
+    "data live, a clock too fast": (["data", "live", "--hour-seconds", "0.1"], "hour_seconds must be at least 1"),
 }
 
 

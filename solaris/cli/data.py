@@ -1,4 +1,4 @@
-"""``solaris data generate|import|summary``."""
+"""``solaris data generate|import|summary|live``."""
 
 from __future__ import annotations
 
@@ -39,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sizes.add_argument("--shown", type=int, help="impressions per request")
     sizes.add_argument("--pool-size", type=int, help="items in each user's daily retrieval pool")
     sizes.add_argument("--start", help="first hour, ISO-8601 with a UTC offset (default 2026-01-05T00:00Z)")
+    gen.add_argument(
+        "--hours", type=int, metavar="N",
+        help="write only the first N hours of the world's span; `solaris data live` writes the rest as time passes",
+    )  # fmt: skip
     gen.set_defaults(handler=generate)
 
     imp = dsub.add_parser("import", help="import a CSV/Parquet interaction log, or MovieLens-100K")
@@ -74,6 +78,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     summ.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
     summ.set_defaults(handler=summary)
 
+    live = dsub.add_parser("live", help="continue a generated world hour by hour on the live clock")
+    live.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
+    live.add_argument(
+        "--hour-seconds", type=float, default=3600.0, metavar="N",
+        help="wall seconds per simulated hour (default 3600: real time); ignored when SOLARIS_LIVE_CLOCK is set",
+    )  # fmt: skip
+    live.add_argument(
+        "--heartbeat", type=Path, help="a file touched each time the loop looks at the clock (the stack's health check)"
+    )
+    live.set_defaults(handler=run_live_traffic)
+
 
 def generate(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
@@ -90,13 +105,34 @@ def generate(args: argparse.Namespace) -> int:
         start=_parse_start(args.start),
     )
     settings = get_settings()
-    log = generate_world(
-        config,
-        settings.world_dir(args.name),
-        overwrite=args.overwrite,
-        progress=True,
-    )
+    log = generate_world(config, settings.world_dir(args.name), overwrite=args.overwrite, progress=True, hours=args.hours)
     print(json.dumps(log.summary(), indent=2))
+    return 0
+
+
+def run_live_traffic(args: argparse.Namespace) -> int:
+    """Write each hour of the world as the clock passes it, until interrupted or at the world's horizon. The
+    clock is ``SOLARIS_LIVE_CLOCK`` when set (the one the DAGs are scheduled on), else one starting now at
+    the log's end; it is printed so other processes can be started on it."""
+    import signal
+    import threading
+
+    from solaris.config import get_settings
+    from solaris.live.clock import CLOCK_ENV, LiveClock, check_hour_seconds
+    from solaris.live.traffic import LiveWorld, run_live
+
+    shared = LiveClock.from_env()
+    if shared is None:
+        check_hour_seconds(args.hour_seconds)
+    world = LiveWorld(get_settings().world_dir(args.name))
+    clock = shared or LiveClock(world.end, datetime.now(UTC), args.hour_seconds)
+    print(f"{CLOCK_ENV}='{clock.to_json()}'", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    tick = (lambda: None) if args.heartbeat is None else args.heartbeat.touch
+    run_live(world, clock, stop, on_hour=lambda hour: print(f"wrote {hour.isoformat()}", flush=True), on_tick=tick)
+    print(f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()})", flush=True)
     return 0
 
 

@@ -137,5 +137,14 @@ def finish_event_log(
     """
     pq.write_table(users, folder / "users.parquet", compression="zstd")
     pq.write_table(items, folder / "items.parquet", compression="zstd")
-    full_meta = {**meta, "counts": {**counts, "users": users.num_rows, "items": items.num_rows}}
-    (folder / META_FILE).write_text(json.dumps(full_meta, indent=2, sort_keys=True, default=str))
+    write_meta(folder, {**meta, "counts": {**counts, "users": users.num_rows, "items": items.num_rows}})
+
+
+def write_meta(folder: Path, meta: dict[str, Any]) -> None:
+    """meta.json replaced whole: a log that grows (live traffic) is read while it is rewritten."""
+    tmp = folder / f".{META_FILE}.{uuid.uuid4().hex}.tmp"
+    try:
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, folder / META_FILE)
+    finally:
+        tmp.unlink(missing_ok=True)

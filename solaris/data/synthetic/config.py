@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
+from typing import Any
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
@@ -83,6 +84,20 @@ class WorldConfig:
 
     def with_seed(self, seed: int) -> WorldConfig:
         return replace(self, seed=seed)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> WorldConfig:
+        """The config meta.json holds (``asdict`` with ``start`` as ISO 8601), validated like any config: what
+        continues a world (:mod:`solaris.live.traffic`) must draw exactly what generated it."""
+        try:
+            truth = GroundTruth(**values["truth"])
+            life = values.get("item_life_days")
+            return cls(**{
+                **values, "start": datetime.fromisoformat(values["start"]), "truth": truth,
+                "item_life_days": None if life is None else tuple(life),
+            })  # fmt: skip
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a world config: {exc}") from None
 
     def with_overrides(self, **changes: object) -> WorldConfig:
         """A copy with some fields changed (``None`` values are ignored), validated like any config."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -12,36 +13,48 @@ from tqdm import tqdm
 from solaris.data import hourly
 from solaris.data.eventlog import EventLog, building, finish_event_log
 from solaris.data.synthetic.config import WorldConfig
-from solaris.data.synthetic.simulate import Simulator
+from solaris.data.synthetic.simulate import HourBatch, Simulator
 from solaris.data.synthetic.stats import WorldStats
 
 PART = "part-0"
 
 
-def generate_world(config: WorldConfig, target_dir: Path, overwrite: bool = False, progress: bool = False) -> EventLog:
+def generate_world(
+    config: WorldConfig, target_dir: Path, overwrite: bool = False, progress: bool = False, hours: int | None = None
+) -> EventLog:
     """Generate ``config``'s world into ``target_dir``, writing each hour as it is simulated.
 
-    Memory holds the population, per-user state and one hour of traffic, never the whole log.
+    Memory holds the population, per-user state and one hour of traffic, never the whole log. ``hours``
+    writes only the first hours of the world (its population still spans all of ``config.hours``): the rest
+    is left for live traffic to continue (:mod:`solaris.live.traffic`).
 
     The log appears only once complete (built in a temporary sibling, then renamed); on any error the previous
     content of ``target_dir``, if any, is left as it was.
     """
+    written = config.hours if hours is None else hours
+    if not 1 <= written <= config.hours:
+        raise ValueError(f"hours={hours} must lie in [1, {config.hours}], the world's span")
     target = Path(target_dir)
     with building(target, overwrite) as folder:
         simulator = Simulator(config)
         stats = WorldStats.empty(config.n_items)
-        batches = tqdm(simulator.hours(), total=config.hours, unit="h", desc=config.name, disable=not progress)
+        batches = tqdm(islice(simulator.hours(), written), total=written, unit="h", desc=config.name, disable=not progress)
         for batch in batches:
-            hourly.write_hourly(batch.requests_table(), folder / "requests", PART)
-            hourly.write_hourly(batch.impressions_table(), folder / "impressions", PART)
+            write_hour(folder, batch)
             stats.add(batch)
-        meta = _meta(config, target.name, stats)
+        meta = world_meta(config, target.name, stats, written)
         finish_event_log(folder, simulator.users.table, simulator.items.table, meta, stats.counts())
     return EventLog(target)
 
 
-def _meta(config: WorldConfig, name: str, stats: WorldStats) -> dict[str, Any]:
-    end = config.start + timedelta(hours=config.hours)
+def write_hour(folder: Path, batch: HourBatch) -> None:
+    hourly.write_hourly(batch.requests_table(), folder / "requests", PART)
+    hourly.write_hourly(batch.impressions_table(), folder / "impressions", PART)
+
+
+def world_meta(config: WorldConfig, name: str, stats: WorldStats, hours: int) -> dict[str, Any]:
+    """meta.json of a world whose first ``hours`` hours are written (``horizon_hours``: all it can have)."""
+    end = config.start + timedelta(hours=hours)
     return {
         "name": name,
         "source": "synthetic",
@@ -50,6 +63,7 @@ def _meta(config: WorldConfig, name: str, stats: WorldStats) -> dict[str, Any]:
         "config": {**asdict(config), "start": config.start.isoformat()},
         "start": config.start.isoformat(),
         "end": end.isoformat(),
-        "hours": config.hours,
+        "hours": hours,
+        "horizon_hours": config.hours,
         **stats.summary(),
     }

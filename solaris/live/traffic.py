@@ -1,0 +1,102 @@
+"""Live traffic: a synthetic world's event log continued hour by hour as the live clock reaches each hour.
+
+The world's simulator is deterministic (one seeded generator, drawn in a fixed order), so continuing a log is
+replaying the simulator over the hours already written, drawing exactly what generated them, then writing the
+next ones: the continued log equals the one a single generation of the same span would have written. A world
+is generated with room to continue (``generate_world(..., hours=...)`` writes a prefix of its span, its
+population drawn for the whole span); live traffic ends at that horizon.
+
+An hour is written once the clock has passed its end (its partitions first, then meta.json, so a reader never
+sees the log claim an hour it lacks); the DAGs' schedule waits a little after each hour for it
+(:data:`solaris.live.timetable.SETTLE`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from solaris.data.eventlog import EventLog, write_meta
+from solaris.data.synthetic.config import WorldConfig
+from solaris.data.synthetic.simulate import HourBatch, Simulator
+from solaris.data.synthetic.stats import WorldStats
+from solaris.data.synthetic.world import world_meta, write_hour
+from solaris.live.clock import HOUR, LiveClock
+
+MAX_WAIT_S = 1.0  # how long the loop sleeps at most between looks at the clock (a stop is heard within it)
+
+
+class HorizonReached(RuntimeError):
+    """The world has no hours left to continue."""
+
+
+class LiveWorld:
+    """A synthetic world's log, continued one hour at a time."""
+
+    def __init__(self, root: Path) -> None:
+        self.log = EventLog(Path(root))
+        meta = self.log.meta
+        if meta.get("source") != "synthetic" or "config" not in meta:
+            raise ValueError(f"{root}: only a generated (synthetic) world can run live, not a {meta.get('source')!r} log")
+        self.config = WorldConfig.from_dict(meta["config"])
+        self.simulator = Simulator(self.config)
+        self._batches: Iterator[HourBatch] = self.simulator.hours()
+        self.stats = WorldStats.empty(self.config.n_items)
+        self.written = int(meta["hours"])
+        for _ in range(self.written):  # the same draws as the generation, discarded
+            self.stats.add(next(self._batches))
+
+    @property
+    def end(self) -> datetime:
+        """The end of the last hour written: the next hour starts here."""
+        return self.config.start + self.written * HOUR
+
+    @property
+    def horizon(self) -> datetime:
+        return self.config.start + self.config.hours * HOUR
+
+    def write_next(self) -> datetime:
+        """Simulate and write the next hour; returns its start."""
+        if self.written >= self.config.hours:
+            raise HorizonReached(
+                f"{self.log.root.name} is written to its horizon {self.horizon.isoformat()}: generate it with more"
+                " days (and --hours for the part to write up front) to run it live longer"
+            )
+        hour = self.end
+        batch = next(self._batches)
+        write_hour(self.log.root, batch)
+        self.stats.add(batch)
+        self.written += 1
+        meta = self.log.meta
+        counts = {**meta["counts"], **self.stats.counts()}
+        write_meta(self.log.root, {**world_meta(self.config, meta["name"], self.stats, self.written), "counts": counts})
+        return hour
+
+    def write_due(self, clock: LiveClock, wall: datetime) -> list[datetime]:
+        """Every hour that has ended on ``clock`` by wall time ``wall`` and is not written yet, up to the horizon."""
+        due = min(clock.sim_at(wall), self.horizon)
+        written = []
+        while self.end + HOUR <= due:
+            written.append(self.write_next())
+        return written
+
+
+def run_live(
+    world: LiveWorld,
+    clock: LiveClock,
+    stop: threading.Event,
+    wall_now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    on_hour: Callable[[datetime], None] = lambda hour: None,
+    on_tick: Callable[[], None] = lambda: None,
+) -> None:
+    """Write each hour as the clock passes its end, until ``stop`` is set or the horizon is reached;
+    ``on_tick`` runs each time the loop looks at the clock (at least every ``MAX_WAIT_S``)."""
+    while world.written < world.config.hours:
+        on_tick()
+        for hour in world.write_due(clock, wall_now()):
+            on_hour(hour)
+        wait = (clock.wall_at(world.end + HOUR) - wall_now()) / timedelta(seconds=1)
+        if stop.wait(min(max(wait, 0.0), MAX_WAIT_S)):
+            return
