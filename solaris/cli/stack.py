@@ -37,6 +37,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--broker-url", default=DEFAULT_BROKER_URL,
         help=f"the Celery broker, without its password (${BROKER_PASSWORD_ENV} where set) ({DEFAULT_BROKER_URL})",
     )  # fmt: skip
+    up.add_argument(
+        "--live", action="store_true",
+        help="continue the world as live traffic (solaris data live) and schedule the DAGs on its clock",
+    )  # fmt: skip
+    up.add_argument(
+        "--hour-seconds", type=float, default=3600.0, metavar="N",
+        help="with --live: wall seconds per simulated hour (default 3600: real time)",
+    )  # fmt: skip
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every service to be healthy")
     up.set_defaults(handler=stack_up)
 
@@ -56,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def stack_up(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
+    from solaris.live.clock import LiveClock
     from solaris.ops.stack import StackConfig, StackError, airflow_password, up
 
     config = StackConfig(
@@ -68,6 +77,8 @@ def stack_up(args: argparse.Namespace) -> int:
         airflow_database=args.airflow_database,
         executor=args.executor,
         broker_url=args.broker_url,
+        live=args.live,
+        hour_seconds=args.hour_seconds,
         start_timeout_s=args.timeout,
     )
     try:
@@ -85,6 +96,9 @@ def stack_up(args: argparse.Namespace) -> int:
     for name, check in state.checks.items():
         if check.celery_node:
             print(f"{name:<22} node {check.celery_node}, queues {','.join(check.queues)}, broker {check.url}")
+    if state.clock is not None:
+        clock = LiveClock.from_json(state.clock)
+        print(f"Live: simulated time resumes at {clock.sim_start.isoformat()}, one hour every {clock.hour_seconds:g} s")
     print("Stop with: solaris stack down")
     return 0
 

@@ -4,10 +4,15 @@ free before a service claims it."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+
+HEARTBEAT_SCHEME = "file://"
+HEARTBEAT_S = 10.0  # a heartbeat older than this: the process is alive but stuck
 
 @dataclass(frozen=True)
 class Check:
@@ -17,7 +22,8 @@ class Check:
     dag-processor each count as healthy only when their heartbeat in the metadata DB is recent.
 
     A Celery worker has no URL of its own: its check is the broker's URL (without a password) and the node
-    name that must answer there with ``queues``.
+    name that must answer there with ``queues``. A process that serves nothing (live traffic) is checked by a
+    heartbeat file it touches each time it looks at the clock: ``file://<path>``, fresh within ``HEARTBEAT_S``.
     """
 
     url: str
@@ -37,6 +43,11 @@ class Check:
 def probe(check: Check, timeout_s: float = 2.0) -> bool:
     """One request: True when the answer is 200 and its body passes the check (for a worker: it answers
     and consumes its queues)."""
+    if check.url.startswith(HEARTBEAT_SCHEME):
+        try:
+            return time.time() - os.stat(check.url.removeprefix(HEARTBEAT_SCHEME)).st_mtime <= HEARTBEAT_S
+        except OSError:
+            return False
     if check.celery_node is not None:
         from solaris.ops import celery_workers
 

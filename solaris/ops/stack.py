@@ -1,6 +1,8 @@
 """The local stack without Docker: Airflow 3 (api-server, scheduler, dag-processor, triggerer), the MLflow
 tracking server and the ranker, each a managed process on localhost; with ``executor="celery"`` also one
-Celery worker per queue (:mod:`.celery_workers`), Redis the broker and PostgreSQL the metadata DB.
+Celery worker per queue (:mod:`.celery_workers`), Redis the broker and PostgreSQL the metadata DB; with
+``live`` also the world's live traffic (``solaris data live``) on a clock that starts at the world's end when
+the stack starts, which the DAGs are then scheduled on (:mod:`solaris.live`).
 
 Not ``airflow standalone``: it cannot be stopped cleanly (SIGTERM orphans its children). Each service runs
 in its own session; pids, start times and logs live under ``<data_dir>/stack`` so ``down`` and ``status``
@@ -20,13 +22,15 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
 from solaris.airflow_env import bootstrap
 from solaris.config import Settings
+from solaris.live.clock import CLOCK_ENV, REAL_TIME_HOUR_SECONDS, LiveClock, check_hour_seconds
 from solaris.ops import celery_workers, health, metadata, mlflow_server, procs
-from solaris.ops.health import Check
+from solaris.ops.health import HEARTBEAT_SCHEME, Check
 
 AIRFLOW_USER = "admin"
 AIRFLOW_COMPONENTS = {
@@ -53,6 +57,8 @@ class StackConfig:
     airflow_database: str = metadata.DEFAULT_DATABASE
     executor: Executor = "local"
     broker_url: str = celery_workers.DEFAULT_BROKER_URL  # without its password: $REDIS_PASSWORD adds it
+    live: bool = False  # run the world's live traffic and schedule the DAGs on its clock
+    hour_seconds: float = REAL_TIME_HOUR_SECONDS  # wall seconds per simulated hour, when live
     start_timeout_s: float = 300.0
     stop_timeout_s: float = 30.0
 
@@ -77,6 +83,7 @@ class StackState:
     password_file: str
     procs: list[procs.Proc]
     checks: dict[str, Check] = field(default_factory=dict)
+    clock: str | None = None  # a live stack's clock (LiveClock.to_json)
 
     def save(self, path: Path) -> None:
         body = asdict(self) | {"procs": [asdict(p) | {"log": str(p.log)} for p in self.procs]}
@@ -99,6 +106,7 @@ class StackState:
                 name: Check(**check | {"queues": tuple(check.get("queues", ()))})
                 for name, check in body["checks"].items()
             },
+            clock=body.get("clock"),
         )
 
 
@@ -134,6 +142,7 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     if taken:
         raise StackError(f"already in use on {config.host}: {', '.join(taken)}; choose others (--<name>-port)")
 
+    clock = live_clock(settings, config, datetime.now(UTC)) if config.live else None  # the wall clock, at the edge
     metadata_url = choose_metadata_url(settings, config)
     executor = _executor_env(config, metadata_url)
     say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
@@ -141,7 +150,11 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     # Every service hands staged tables on at one location, named, not derived from its own data folder.
     served = settings.with_overrides(mlflow_tracking_uri=mlflow_url, staging_url=settings.staging_root)
     airflow = bootstrap(served, metadata_url) | _airflow_extras(config) | executor
+    if clock is not None:
+        airflow[CLOCK_ENV] = clock.to_json()  # the DAGs' schedule is read where they are parsed
     services = _services(settings, served, config, airflow)
+    if clock is not None:
+        services.append(_traffic(settings, clock))
 
     logs = stack_dir(settings) / "logs"
     state = StackState(
@@ -154,6 +167,7 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
         password_file=str(settings.airflow_home / "simple_auth_manager_passwords.json.generated"),
         procs=[],
         checks={s.name: s.check for s in services},
+        clock=None if clock is None else clock.to_json(),
     )
     started_at = time.monotonic()
     try:
@@ -215,6 +229,38 @@ def log_tail(proc: procs.Proc, chars: int = 3000) -> str:
         return proc.log.read_text(errors="replace")[-chars:]
     except FileNotFoundError:
         return ""
+
+
+def live_clock(settings: Settings, config: StackConfig, wall_start: datetime) -> LiveClock:
+    """The clock of a live stack: simulated time resumes at the end of the world's log at ``wall_start``."""
+    from solaris.data.eventlog import EventLog
+
+    try:
+        check_hour_seconds(config.hour_seconds)
+        meta = EventLog(settings.world_dir()).meta
+    except (ValueError, FileNotFoundError) as exc:
+        raise StackError(f"cannot run live: {exc}") from None
+    end = datetime.fromisoformat(meta["end"])
+    if meta.get("source") != "synthetic":
+        raise StackError(
+            f"cannot run live: world {settings.world!r} is a {meta.get('source')!r} log; only a generated world continues"
+        )
+    if meta.get("horizon_hours", meta["hours"]) <= meta["hours"]:
+        raise StackError(
+            f"cannot run live: world {settings.world!r} has no hours left to continue (ends {end.isoformat()});"
+            " generate it with room, e.g. `solaris data generate --days 10 --hours 72`"
+        )
+    return LiveClock(end, wall_start, config.hour_seconds)
+
+
+def _traffic(settings: Settings, clock: LiveClock) -> Service:
+    """``solaris data live`` on the stack's clock, checked by its heartbeat."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW", "MLFLOW_"))}
+    heartbeat = stack_dir(settings) / "live-traffic.heartbeat"
+    solaris = Path(sys.executable).with_name("solaris")
+    argv = [str(solaris), "data", "live", "--heartbeat", str(heartbeat)]
+    env = base | settings.as_env() | {CLOCK_ENV: clock.to_json()}
+    return Service("live-traffic", argv, env, Check(f"{HEARTBEAT_SCHEME}{heartbeat}"))
 
 
 def choose_metadata_url(settings: Settings, config: StackConfig) -> str:
