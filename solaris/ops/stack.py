@@ -40,6 +40,7 @@ AIRFLOW_COMPONENTS = {
     "airflow-triggerer": ("triggerer", "triggerer"),
 }
 REPO = Path(__file__).resolve().parents[2]
+SOLARIS_CLI = Path(sys.executable).with_name("solaris")
 Executor = Literal["local", "celery"]
 EXECUTORS: tuple[Executor, ...] = get_args(Executor)
 
@@ -255,11 +256,9 @@ def live_clock(settings: Settings, config: StackConfig, wall_start: datetime) ->
 
 def _traffic(settings: Settings, clock: LiveClock) -> Service:
     """``solaris data live`` on the stack's clock, checked by its heartbeat."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW", "MLFLOW_"))}
     heartbeat = stack_dir(settings) / "live-traffic.heartbeat"
-    solaris = Path(sys.executable).with_name("solaris")
-    argv = [str(solaris), "data", "live", "--heartbeat", str(heartbeat)]
-    env = base | settings.as_env() | {CLOCK_ENV: clock.to_json()}
+    argv = [str(SOLARIS_CLI), "data", "live", "--heartbeat", str(heartbeat)]
+    env = _base_env() | settings.as_env() | {CLOCK_ENV: clock.to_json()}
     return Service("live-traffic", argv, env, Check(f"{HEARTBEAT_SCHEME}{heartbeat}"))
 
 
@@ -338,8 +337,13 @@ def _workers(settings: Settings, config: StackConfig, base: dict[str, str], airf
     return services
 
 
+def _base_env() -> dict[str, str]:
+    """This shell's environment without the settings each service is given explicitly."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW", "MLFLOW_"))}
+
+
 def _services(settings: Settings, served: Settings, config: StackConfig, airflow: dict[str, str]) -> list[Service]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW", "MLFLOW_"))}
+    base = _base_env()
     health_url = f"http://{config.host}:{config.airflow_port}/api/v2/monitor/health"
     server = replace(mlflow_server.ServerConfig.load(), host=config.host, port=config.mlflow_port)
     services = [
@@ -356,11 +360,10 @@ def _services(settings: Settings, served: Settings, config: StackConfig, airflow
             argv += ["--host", config.host, "--port", str(config.airflow_port)]
         services.append(Service(name, argv, base | airflow, Check(health_url, component)))
     services += _workers(settings, config, base, airflow)
-    solaris = Path(sys.executable).with_name("solaris")
     services.append(
         Service(
             "ranker",
-            [str(solaris), "serve", "--host", config.host, "--port", str(config.ranker_port)],
+            [str(SOLARIS_CLI), "serve", "--host", config.host, "--port", str(config.ranker_port)],
             base | served.as_env(),
             Check(f"http://{config.host}:{config.ranker_port}/healthz"),
         )
