@@ -84,6 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--hour-seconds", type=float, default=3600.0, metavar="N",
         help="wall seconds per simulated hour (default 3600: real time); ignored when SOLARIS_LIVE_CLOCK is set",
     )  # fmt: skip
+    live.add_argument("--ranker", metavar="URL", help="send each hour's requests to this ranker, paced by the clock")
     live.add_argument(
         "--heartbeat", type=Path, help="a file touched each time the loop looks at the clock (the stack's health check)"
     )
@@ -114,11 +115,13 @@ def run_live_traffic(args: argparse.Namespace) -> int:
     """Write each hour of the world as the clock passes it, until interrupted or at the world's horizon. The
     clock is ``SOLARIS_LIVE_CLOCK`` when set (the one the DAGs are scheduled on), else one starting now at
     the log's end; it is printed so other processes can be started on it."""
+    import queue
     import signal
     import threading
 
     from solaris.config import get_settings
     from solaris.live.clock import CLOCK_ENV, LiveClock, check_hour_seconds
+    from solaris.live.load import LAG, LoadStats, drive_load
     from solaris.live.traffic import LiveWorld, run_live
 
     shared = LiveClock.from_env()
@@ -131,7 +134,26 @@ def run_live_traffic(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     tick = (lambda: None) if args.heartbeat is None else args.heartbeat.touch
-    run_live(world, clock, stop, on_hour=lambda hour: print(f"wrote {hour.isoformat()}", flush=True), on_tick=tick)
+    hours: queue.Queue[datetime] = queue.Queue()
+    stats = LoadStats()
+    driver = None
+    if args.ranker:
+        driver = threading.Thread(
+            target=drive_load, args=(world.log, args.ranker, clock, hours, stop, stats), name="load", daemon=True
+        )
+        driver.start()
+
+    def wrote(hour: datetime) -> None:
+        hours.put(hour)
+        sent = f"; requests sent {stats.sent}: {stats.answered} ranked, {stats.not_ready} not ready, {stats.failed} failed"
+        print(f"wrote {hour.isoformat()}{sent if driver else ''}", flush=True)
+
+    run_live(world, clock, stop, on_hour=wrote, on_tick=tick)
+    if driver is not None and not stop.is_set():  # at the horizon: the last hour's requests fall due a LAG later
+        stop.wait((clock.wall_at(world.end + LAG) - datetime.now(UTC)).total_seconds() + 1.0)
+    stop.set()
+    if driver is not None:
+        driver.join(timeout=5)
     print(f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()})", flush=True)
     return 0
 

@@ -155,7 +155,7 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
         airflow[CLOCK_ENV] = clock.to_json()  # the DAGs' schedule is read where they are parsed
     services = _services(settings, served, config, airflow)
     if clock is not None:
-        services.append(_traffic(settings, clock))
+        services.append(_traffic(settings, clock, f"http://{config.host}:{config.ranker_port}"))
 
     logs = stack_dir(settings) / "logs"
     state = StackState(
@@ -254,10 +254,11 @@ def live_clock(settings: Settings, config: StackConfig, wall_start: datetime) ->
     return LiveClock(end, wall_start, config.hour_seconds)
 
 
-def _traffic(settings: Settings, clock: LiveClock) -> Service:
-    """``solaris data live`` on the stack's clock, checked by its heartbeat."""
+def _traffic(settings: Settings, clock: LiveClock, ranker_url: str) -> Service:
+    """``solaris data live`` on the stack's clock, sending its requests to the stack's ranker; checked by its
+    heartbeat."""
     heartbeat = stack_dir(settings) / "live-traffic.heartbeat"
-    argv = [str(SOLARIS_CLI), "data", "live", "--heartbeat", str(heartbeat)]
+    argv = [str(SOLARIS_CLI), "data", "live", "--heartbeat", str(heartbeat), "--ranker", ranker_url]
     env = _base_env() | settings.as_env() | {CLOCK_ENV: clock.to_json()}
     return Service("live-traffic", argv, env, Check(f"{HEARTBEAT_SCHEME}{heartbeat}"))
 

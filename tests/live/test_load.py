@@ -1,0 +1,95 @@
+"""The load driver sends every request of a live hour to the ranker, one simulated hour after its time."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from solaris.data.schema import REQUESTS
+from solaris.data.synthetic.config import PRESETS
+from solaris.data.synthetic.world import generate_world
+from solaris.live.clock import HOUR, LiveClock
+from solaris.live.load import LAG, LoadStats, http_post, rank_bodies, send_hour
+
+SIM = datetime(2026, 1, 6, tzinfo=UTC)
+CLOCK = LiveClock(SIM, datetime(2026, 12, 3, 12, tzinfo=UTC), hour_seconds=10)
+
+
+def requests_table() -> pa.Table:
+    ts = [SIM + timedelta(minutes=m) for m in (40, 5, 20)]
+    return pa.table(
+        {"request_id": [7, 8, 9], "ts": ts, "user_id": [1, 2, 3], "candidates": [[4, 5, 4, 6], [9], [3, 2, 1]]},
+        schema=REQUESTS,
+    )
+
+
+def test_each_request_becomes_a_rank_body_as_of_its_own_time() -> None:
+    bodies = list(rank_bodies(requests_table()))
+    assert bodies[0] == (SIM + timedelta(minutes=40), {
+        "user_id": 1, "items": [4, 5, 6], "request_id": 7, "at": (SIM + timedelta(minutes=40)).isoformat(),
+    })  # fmt: skip  (a repeated candidate once: the API refuses duplicates)
+
+
+def test_an_hour_is_sent_in_time_order_each_request_when_the_clock_reaches_it_plus_the_lag() -> None:
+    sent, due, stats = [], [], LoadStats()
+    statuses = iter([200, 503, 500])
+
+    def post(url: str, body: bytes) -> int:
+        sent.append((url, json.loads(body)["request_id"]))
+        return next(statuses)
+
+    send_hour("http://ranker:8000/", requests_table(), CLOCK, stats, lambda at: due.append(at) or True, post)
+    assert [r for _, r in sent] == [8, 9, 7] and {u for u, _ in sent} == {"http://ranker:8000/rank"}
+    assert due == [CLOCK.wall_at(SIM + timedelta(minutes=m) + LAG) for m in (5, 20, 40)]
+    assert (stats.sent, stats.answered, stats.not_ready, stats.failed) == (3, 1, 1, 1)
+
+
+def test_a_stop_while_waiting_sends_nothing_more() -> None:
+    sent, stats = [], LoadStats()
+    waits = iter([True, False])
+    send_hour("http://ranker", requests_table(), CLOCK, stats, lambda at: next(waits), lambda u, b: sent.append(b) or 200)
+    assert len(sent) == 1 and stats.sent == 1
+
+
+class Recorder(BaseHTTPRequestHandler):
+    bodies: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        Recorder.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_generated_hour_reaches_a_server_over_http_whole(tmp_path: Path) -> None:
+    log = generate_world(PRESETS["tiny"].with_overrides(n_users=100, days=2), tmp_path / "world", hours=30)
+    hour = log.end - HOUR
+    requests = log.requests(hour, log.end)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        stats = LoadStats()
+        clock = LiveClock(log.end, datetime.now(UTC), 10)
+        send_hour(f"http://127.0.0.1:{server.server_port}", requests, clock, stats, lambda at: True, http_post)
+    finally:
+        server.shutdown()
+    assert requests.num_rows > 0 and stats.answered == requests.num_rows
+    assert sorted(b["request_id"] for b in Recorder.bodies) == sorted(requests["request_id"].to_pylist())
+    assert all(hour <= datetime.fromisoformat(b["at"]) < log.end for b in Recorder.bodies)
+
+
+def test_no_answer_counts_as_failed_not_as_an_exception() -> None:
+    assert http_post("http://127.0.0.1:9/rank", b"{}") == 0  # discard port: nothing listens
+
+
+@pytest.fixture(autouse=True)
+def _fresh_recorder() -> None:
+    Recorder.bodies = []
