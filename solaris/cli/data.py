@@ -115,14 +115,13 @@ def run_live_traffic(args: argparse.Namespace) -> int:
     """Write each hour of the world as the clock passes it, until interrupted or at the world's horizon. The
     clock is ``SOLARIS_LIVE_CLOCK`` when set (the one the DAGs are scheduled on), else one starting now at
     the log's end; it is printed so other processes can be started on it."""
-    import queue
     import signal
     import threading
 
     from solaris.config import get_settings
     from solaris.live.clock import CLOCK_ENV, LiveClock, check_hour_seconds
-    from solaris.live.load import LAG, LoadStats, drive_load
-    from solaris.live.traffic import LiveWorld, run_live
+    from solaris.live.load import LoadStats
+    from solaris.live.traffic import LiveWorld, run_with_load
 
     shared = LiveClock.from_env()
     if shared is None:
@@ -130,30 +129,16 @@ def run_live_traffic(args: argparse.Namespace) -> int:
     world = LiveWorld(get_settings().world_dir(args.name))
     clock = shared or LiveClock(world.end, datetime.now(UTC), args.hour_seconds)
     print(f"{CLOCK_ENV}='{clock.to_json()}'", flush=True)
-    stop = threading.Event()
+    stop, stats = threading.Event(), LoadStats()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    tick = (lambda: None) if args.heartbeat is None else args.heartbeat.touch
-    hours: queue.Queue[datetime] = queue.Queue()
-    stats = LoadStats()
-    driver = None
-    if args.ranker:
-        driver = threading.Thread(
-            target=drive_load, args=(world.log, args.ranker, clock, hours, stop, stats), name="load", daemon=True
-        )
-        driver.start()
 
     def wrote(hour: datetime) -> None:
-        hours.put(hour)
-        sent = f"; requests sent {stats.sent}: {stats.answered} ranked, {stats.not_ready} not ready, {stats.failed} failed"
-        print(f"wrote {hour.isoformat()}{sent if driver else ''}", flush=True)
+        load = f"; requests sent {stats.sent}: {stats.answered} ranked, {stats.not_ready} not ready, {stats.failed} failed"
+        print(f"wrote {hour.isoformat()}{load if args.ranker else ''}", flush=True)
 
-    run_live(world, clock, stop, on_hour=wrote, on_tick=tick)
-    if driver is not None and not stop.is_set():  # at the horizon: the last hour's requests fall due a LAG later
-        stop.wait((clock.wall_at(world.end + LAG) - datetime.now(UTC)).total_seconds() + 1.0)
-    stop.set()
-    if driver is not None:
-        driver.join(timeout=5)
+    tick = (lambda: None) if args.heartbeat is None else args.heartbeat.touch
+    run_with_load(world, clock, stop, args.ranker, stats, on_hour=wrote, on_tick=tick)
     print(f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()})", flush=True)
     return 0
 

@@ -13,6 +13,7 @@ sees the log claim an hour it lacks); the DAGs' schedule waits a little after ea
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -24,6 +25,7 @@ from solaris.data.synthetic.simulate import HourBatch, Simulator
 from solaris.data.synthetic.stats import WorldStats
 from solaris.data.synthetic.world import world_meta, write_hour
 from solaris.live.clock import HOUR, LiveClock
+from solaris.live.load import LAG, LoadStats, drive_load
 
 MAX_WAIT_S = 1.0  # how long the loop sleeps at most between looks at the clock (a stop is heard within it)
 
@@ -100,3 +102,34 @@ def run_live(
         wait = (clock.wall_at(world.end + HOUR) - wall_now()) / timedelta(seconds=1)
         if stop.wait(min(max(wait, 0.0), MAX_WAIT_S)):
             return
+
+
+def run_with_load(
+    world: LiveWorld,
+    clock: LiveClock,
+    stop: threading.Event,
+    ranker_url: str | None,
+    stats: LoadStats,
+    on_hour: Callable[[datetime], None] = lambda hour: None,
+    on_tick: Callable[[], None] = lambda: None,
+) -> None:
+    """:func:`run_live` with the load driver beside it when ``ranker_url`` is given: each hour written is
+    sent. At the horizon it waits for the last hour's requests, which fall due a ``LAG`` after it."""
+    if ranker_url is None:
+        run_live(world, clock, stop, on_hour=on_hour, on_tick=on_tick)
+        return
+    hours: queue.Queue[datetime] = queue.Queue()
+    driver = threading.Thread(target=drive_load, args=(world.log, ranker_url, clock, hours, stop, stats), name="load")
+    driver.start()
+
+    def wrote(hour: datetime) -> None:
+        hours.put(hour)
+        on_hour(hour)
+
+    try:
+        run_live(world, clock, stop, on_hour=wrote, on_tick=on_tick)
+        if not stop.is_set():
+            stop.wait((clock.wall_at(world.end + LAG) - datetime.now(UTC)).total_seconds() + 1.0)
+    finally:
+        stop.set()
+        driver.join()

@@ -16,6 +16,7 @@ from solaris.data.synthetic.config import PRESETS
 from solaris.data.synthetic.world import generate_world
 from solaris.live.clock import HOUR, LiveClock
 from solaris.live.load import LAG, LoadStats, http_post, rank_bodies, send_hour
+from solaris.live.traffic import LiveWorld, run_with_load
 
 SIM = datetime(2026, 1, 6, tzinfo=UTC)
 CLOCK = LiveClock(SIM, datetime(2026, 12, 3, 12, tzinfo=UTC), hour_seconds=10)
@@ -84,6 +85,25 @@ def test_a_generated_hour_reaches_a_server_over_http_whole(tmp_path: Path) -> No
     assert requests.num_rows > 0 and stats.answered == requests.num_rows
     assert sorted(b["request_id"] for b in Recorder.bodies) == sorted(requests["request_id"].to_pylist())
     assert all(hour <= datetime.fromisoformat(b["at"]) < log.end for b in Recorder.bodies)
+
+
+def test_live_traffic_with_its_load_driver_sends_every_hour_it_writes_up_to_the_horizon(tmp_path: Path) -> None:
+    """On a real clock (2 s per hour): the last two hours of the world written, then their requests sent, the
+    last hour's a LAG after the horizon, before the run returns."""
+    world = LiveWorld(generate_world(PRESETS["tiny"].with_overrides(n_users=100, days=2), tmp_path / "w", hours=46).root)
+    clock = LiveClock(world.end, datetime.now(UTC), hour_seconds=2)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stats, written = LoadStats(), []
+    try:
+        run_with_load(world, clock, threading.Event(), f"http://127.0.0.1:{server.server_port}", stats, written.append)
+    finally:
+        server.shutdown()
+    assert datetime.now(UTC) >= clock.wall_at(world.horizon + LAG)  # not stopped at the horizon
+    requests = world.log.requests(written[0], world.horizon)
+    assert written == [world.horizon - 2 * HOUR, world.horizon - HOUR]
+    assert stats.answered == requests.num_rows > 0
+    assert sorted(b["request_id"] for b in Recorder.bodies) == sorted(requests["request_id"].to_pylist())
 
 
 def test_no_answer_counts_as_failed_not_as_an_exception() -> None:
