@@ -355,7 +355,6 @@ class Load:
     seconds: float
     rate: float  # offered requests/s (nan: back to back)
     hey_cpu_s: float  # CPU the hey processes spent
-    spread: bool  # requests one by one at even intervals, not in bursts of one per hey process
 
     @property
     def errors(self) -> int:
@@ -409,7 +408,7 @@ def hey(
     rows = [row for out in outputs for row in csv.DictReader(io.StringIO(out))]
     latencies = np.array([float(r["response-time"]) * 1e3 for r in rows])
     not_ok = sum(r["status-code"] != "200" for r in rows)
-    return Load(latencies, per_client * clients, not_ok, seconds, rate or math.nan, hey_cpu, spread)
+    return Load(latencies, per_client * clients, not_ok, seconds, rate or math.nan, hey_cpu)
 
 
 Counters = dict[tuple[str, frozenset[tuple[str, str]]], float]

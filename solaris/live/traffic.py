@@ -43,6 +43,7 @@ class LiveWorld:
         if meta.get("source") != "synthetic" or "config" not in meta:
             raise ValueError(f"{root}: only a generated (synthetic) world can run live, not a {meta.get('source')!r} log")
         self.config = WorldConfig.from_dict(meta["config"])
+        self._name, self._side_counts = meta["name"], {k: meta["counts"][k] for k in ("users", "items")}
         self.simulator = Simulator(self.config)
         self._batches: Iterator[HourBatch] = self.simulator.hours()
         self.stats = WorldStats.empty(self.config.n_items)
@@ -71,9 +72,8 @@ class LiveWorld:
         write_hour(self.log.root, batch)
         self.stats.add(batch)
         self.written += 1
-        meta = self.log.meta
-        counts = {**meta["counts"], **self.stats.counts()}
-        write_meta(self.log.root, {**world_meta(self.config, meta["name"], self.stats, self.written), "counts": counts})
+        counts = self._side_counts | self.stats.counts()  # the side tables do not change as hours are added
+        write_meta(self.log.root, world_meta(self.config, self._name, self.stats, self.written) | {"counts": counts})
         return hour
 
     def write_due(self, clock: LiveClock, wall: datetime) -> list[datetime]:
