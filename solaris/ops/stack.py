@@ -295,7 +295,7 @@ def _airflow_extras(config: StackConfig) -> dict[str, str]:
 def _executor_env(config: StackConfig, metadata_url: str) -> dict[str, str]:
     """The executor's settings, checked before anything starts: Celery needs PostgreSQL and a broker."""
     if config.executor == "local":
-        return {"AIRFLOW__CORE__EXECUTOR": "LocalExecutor"}
+        return {"AIRFLOW__CORE__EXECUTOR": "solaris.ops.local_executor.PreloadingLocalExecutor"}
     if config.executor != "celery":
         raise StackError(f"executor {config.executor!r}: choose one of {', '.join(EXECUTORS)}")
     try:
