@@ -83,6 +83,12 @@ class Pipeline:
                 raise ValueError(f"step {step.name!r} reads {missing}, which no step before it writes")
             if wrong := [t.name for t in step.writes if t.per_shard != step.per_shard]:
                 raise ValueError(f"step {step.name!r} writes {wrong}: per-shard tables come from per-shard steps")
+            before = {s.name for s in self.ancestors(step, seen)}
+            if step.figures and (beside := [s.name for s in seen.values() if s.figures and s.name not in before]):
+                raise ValueError(
+                    f"step {step.name!r} records figures beside {beside}: the run record's figures are replaced "
+                    "whole, so a figures step must run after every one declared before it"
+                )
             seen[step.name] = step
 
     @staticmethod
@@ -104,9 +110,10 @@ class Pipeline:
 
 PRECOMPUTE = Pipeline(
     (
-        # Coverage of the hour past must read the store before this run writes to it.
+        # Coverage of the hour past must read the store before this run writes to it. Both steps replace the
+        # run record's figures with theirs added, so they run one after the other (checked below).
         Step("coverage", figures=True),
-        Step("shadow_coverage", figures=True),
+        Step("shadow_coverage", after=("coverage",), figures=True),
         Step("candidates", writes=(POOL,)),
         # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
         # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.

@@ -51,10 +51,19 @@ def test_every_shadow_step_mirrors_a_champion_step_and_writes_after_it() -> None
         ((Step("finish"),), "step name 'finish' is used twice"),
         ((Step("embed", writes=(CODES,)),), "per-shard tables come from per-shard steps"),
         ((Step("a", writes=(POOL,)), Step("b", reads=(POOL,))), r"step 'b' reads \['pool'\]"),  # no order
+        ((Step("a", figures=True), Step("b", figures=True)), r"step 'b' records figures beside \['a'\]"),
     ],
 )
 def test_a_declaration_that_cannot_run_is_refused(steps: tuple[Step, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
+        Pipeline(steps)
+
+
+def test_the_coverage_steps_cannot_run_side_by_side() -> None:
+    """Break it on purpose: side by side in Airflow, whichever wrote the run record's figures last erased the
+    other's (the soak saw the shadow gate find no shadow coverage)."""
+    steps = tuple(replace(s, after=()) if s.name == "shadow_coverage" else s for s in PRECOMPUTE.steps)
+    with pytest.raises(ValueError, match="step 'shadow_coverage' records figures beside"):
         Pipeline(steps)
 
 
