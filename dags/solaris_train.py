@@ -37,6 +37,7 @@ from solaris.vms import ALL_VMS
 def _context(params: dict[str, Any]) -> tuple[Any, Any]:
     from solaris.training import steps
 
+    steps.yield_cpu()
     settings = Settings.from_env()
     return settings, steps.plan(settings, int(params["epochs"]), int(params["seed"]))
 
@@ -128,6 +129,7 @@ def solaris_train() -> None:
         from solaris.precompute.spec import target_time
         from solaris.training import steps
 
+        steps.yield_cpu()
         params = params or {}
         at = target_time(data_interval_end, dag_run.run_after if dag_run else None)
         return steps.train_demand(Settings.from_env(), at, int(params["ttl_hours"]), int(params["seed"]))

@@ -32,8 +32,9 @@ def airflow_env(settings: Settings, metadata_url: str | None = None) -> dict[str
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        # Airflow's default of 32 workers swamps a 2-core machine.
-        "AIRFLOW__CORE__PARALLELISM": "4",
+        # Airflow's default of 32 workers swamps a 2-core machine. 6: the hourly run's 4 at once, and 2 more
+        # for a day's training, whose tasks run at low CPU priority and must not hold the hourly run's slots.
+        "AIRFLOW__CORE__PARALLELISM": "6",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url,
     }
     if url.startswith("postgresql"):

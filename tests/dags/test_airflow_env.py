@@ -15,7 +15,7 @@ def test_embedded_default_is_sqlite_under_airflow_home(settings: Settings) -> No
     assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(DAGS_FOLDER) and (DAGS_FOLDER / "solaris_precompute.py").exists()
     assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(PLUGINS_FOLDER)
     assert (PLUGINS_FOLDER / "solaris_plugin.py").exists()
-    assert (env["AIRFLOW__CORE__LOAD_EXAMPLES"], env["AIRFLOW__CORE__PARALLELISM"]) == ("False", "4")
+    assert (env["AIRFLOW__CORE__LOAD_EXAMPLES"], env["AIRFLOW__CORE__PARALLELISM"]) == ("False", "6")
     assert "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC" not in env
     assert env["SOLARIS_STORE_URL"] == settings.store_url  # tasks in child processes see the same settings
 
