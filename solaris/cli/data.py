@@ -84,7 +84,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--hour-seconds", type=float, default=3600.0, metavar="N",
         help="wall seconds per simulated hour (default 3600: real time); ignored when SOLARIS_LIVE_CLOCK is set",
     )  # fmt: skip
-    live.add_argument("--ranker", metavar="URL", help="send each hour's requests to this ranker, paced by the clock")
+    live.add_argument(
+        "--ranker", metavar="URL",
+        help="send each hour's requests to this ranker, paced by the clock; each hour's figures go to "
+        "$SOLARIS_DATA_DIR/live/load.jsonl and MLflow (experiment solaris-live)",
+    )  # fmt: skip
     live.add_argument(
         "--heartbeat", type=Path, help="a file touched each time the loop looks at the clock (the stack's health check)"
     )
@@ -120,26 +124,38 @@ def run_live_traffic(args: argparse.Namespace) -> int:
 
     from solaris.config import get_settings
     from solaris.live.clock import CLOCK_ENV, LiveClock, check_hour_seconds
+    from solaris.live.figures import MlflowHours, append_hour, hour_line, load_log_path
     from solaris.live.load import LoadStats
     from solaris.live.traffic import LiveWorld, run_with_load
 
     shared = LiveClock.from_env()
     if shared is None:
         check_hour_seconds(args.hour_seconds)
-    world = LiveWorld(get_settings().world_dir(args.name))
+    settings = get_settings()
+    world = LiveWorld(settings.world_dir(args.name))
     clock = shared or LiveClock(world.end, datetime.now(UTC), args.hour_seconds)
     print(f"{CLOCK_ENV}='{clock.to_json()}'", flush=True)
-    stop, stats = threading.Event(), LoadStats()
+    stop, totals = threading.Event(), LoadStats()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    hours_log, mlflow_hours = load_log_path(settings.data_dir), MlflowHours(settings)
 
     def wrote(hour: datetime) -> None:
-        load = f"; requests sent {stats.sent}: {stats.answered} ranked, {stats.not_ready} not ready, {stats.failed} failed"
-        print(f"wrote {hour.isoformat()}{load if args.ranker else ''}", flush=True)
+        print(f"wrote {hour.isoformat()}", flush=True)
+
+    def sent(hour: datetime, stats: LoadStats) -> None:
+        line = hour_line(hour, stats)
+        append_hour(hours_log, line)
+        mlflow_hours.log(line)
+        print(f"sent {json.dumps(line)}", flush=True)
 
     tick = (lambda: None) if args.heartbeat is None else args.heartbeat.touch
-    run_with_load(world, clock, stop, args.ranker, stats, on_hour=wrote, on_tick=tick)
-    print(f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()})", flush=True)
+    try:
+        run_with_load(world, clock, stop, args.ranker, totals, on_hour=wrote, on_tick=tick, on_sent=sent)
+    finally:
+        mlflow_hours.close()
+    load = f"; requests sent {totals.sent}: {totals.answered} ranked, {totals.not_ready} not ready, {totals.failed} failed"
+    print(f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()}){load if args.ranker else ''}", flush=True)
     return 0
 
 

@@ -13,10 +13,11 @@ import json
 import logging
 import queue
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -34,19 +35,35 @@ Post = Callable[[str, bytes], int]  # (url, JSON body) -> HTTP status
 
 @dataclass
 class LoadStats:
+    """Requests sent and how the ranker answered; an hour's also keeps each answer's round trip."""
+
     sent: int = 0
     answered: int = 0  # 200
     not_ready: int = 0  # 503: the ranker has no champion yet
     failed: int = 0  # any other status, or no answer
+    answer_seconds: list[float] = field(default_factory=list)
 
-    def count(self, status: int) -> None:
+    def count(self, status: int, seconds: float) -> None:
         self.sent += 1
         if status == 200:
             self.answered += 1
+            self.answer_seconds.append(seconds)
         elif status == 503:
             self.not_ready += 1
         else:
             self.failed += 1
+
+    def add_counts(self, hour: LoadStats) -> None:
+        """Adds an hour's counts to these totals; round trips stay with their hour (totals run for days)."""
+        self.sent, self.answered = self.sent + hour.sent, self.answered + hour.answered
+        self.not_ready, self.failed = self.not_ready + hour.not_ready, self.failed + hour.failed
+
+    def figures(self) -> dict[str, float | int | None]:
+        """The counts, and the ranker's p50 and p99 round trip in ms as the load driver saw them."""
+        answered = np.asarray(self.answer_seconds) * 1000.0
+        p50, p99 = np.percentile(answered, [50, 99]).tolist() if len(answered) else (None, None)
+        counts = {"sent": self.sent, "answered": self.answered, "not_ready": self.not_ready, "failed": self.failed}
+        return counts | {"ranker_p50_ms": p50, "ranker_p99_ms": p99}
 
 
 def rank_bodies(requests: pa.Table) -> Iterator[tuple[datetime, dict[str, object]]]:
@@ -77,20 +94,22 @@ def send_hour(
     ranker_url: str,
     requests: pa.Table,
     clock: LiveClock,
-    stats: LoadStats,
     wait_until: Callable[[datetime], bool],
     post: Post = http_post,
-) -> None:
-    """Send one hour's requests in time order, each when the clock reaches its time plus ``LAG``;
-    ``wait_until`` returns False when the driver is asked to stop."""
-    url = f"{ranker_url.rstrip('/')}/rank"
+    timer: Callable[[], float] = time.perf_counter,
+) -> tuple[LoadStats, bool]:
+    """Send one hour's requests in time order, each when the clock reaches its time plus ``LAG``; returns
+    the answers counted and whether every request went out (``wait_until`` returns False at a stop)."""
+    url, stats = f"{ranker_url.rstrip('/')}/rank", LoadStats()
     for at, body in sorted(rank_bodies(requests), key=lambda pair: pair[0]):
         if not wait_until(clock.wall_at(at + LAG)):
-            return
+            return stats, False
+        started = timer()
         status = post(url, json.dumps(body).encode())
-        stats.count(status)
+        stats.count(status, timer() - started)
         if status not in (200, 503):
             logger.warning("the ranker answered %s to request %s", status, body["request_id"])
+    return stats, True
 
 
 def wait_until_with(stop_wait: Callable[[float], bool], wall_now: Callable[[], datetime]) -> Callable[[datetime], bool]:
@@ -108,14 +127,19 @@ def drive_load(
     clock: LiveClock,
     hours: queue.Queue[datetime],
     stop: threading.Event,
-    stats: LoadStats,
+    totals: LoadStats,
+    on_sent: Callable[[datetime, LoadStats], None] = lambda hour, stats: None,
     wall_now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> None:
-    """Send each hour the traffic writes (``hours``, in order) until ``stop``: run beside :func:`.traffic.run_live`."""
+    """Send each hour the traffic writes (``hours``, in order) until ``stop``: run beside :func:`.traffic.run_live`.
+    ``on_sent`` gets the figures of each hour sent whole."""
     wait_until = wait_until_with(stop.wait, wall_now)
     while not stop.is_set():
         try:
             hour = hours.get(timeout=1.0)
         except queue.Empty:
             continue
-        send_hour(ranker_url, log.requests(hour, hour + HOUR), clock, stats, wait_until)
+        sent, whole = send_hour(ranker_url, log.requests(hour, hour + HOUR), clock, wait_until)
+        totals.add_counts(sent)
+        if whole:
+            on_sent(hour, sent)

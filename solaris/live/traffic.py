@@ -109,17 +109,21 @@ def run_with_load(
     clock: LiveClock,
     stop: threading.Event,
     ranker_url: str | None,
-    stats: LoadStats,
+    totals: LoadStats,
     on_hour: Callable[[datetime], None] = lambda hour: None,
     on_tick: Callable[[], None] = lambda: None,
+    on_sent: Callable[[datetime, LoadStats], None] = lambda hour, stats: None,
 ) -> None:
     """:func:`run_live` with the load driver beside it when ``ranker_url`` is given: each hour written is
-    sent. At the horizon it waits for the last hour's requests, which fall due a ``LAG`` after it."""
+    sent (``on_sent`` gets its figures). At the horizon it waits for the last hour's requests, which fall
+    due a ``LAG`` after it."""
     if ranker_url is None:
         run_live(world, clock, stop, on_hour=on_hour, on_tick=on_tick)
         return
     hours: queue.Queue[datetime] = queue.Queue()
-    driver = threading.Thread(target=drive_load, args=(world.log, ranker_url, clock, hours, stop, stats), name="load")
+    driver = threading.Thread(
+        target=drive_load, args=(world.log, ranker_url, clock, hours, stop, totals, on_sent), name="load"
+    )
     driver.start()
 
     def wrote(hour: datetime) -> None:

@@ -38,24 +38,42 @@ def test_each_request_becomes_a_rank_body_as_of_its_own_time() -> None:
 
 
 def test_an_hour_is_sent_in_time_order_each_request_when_the_clock_reaches_it_plus_the_lag() -> None:
-    sent, due, stats = [], [], LoadStats()
+    sent, due = [], []
     statuses = iter([200, 503, 500])
+    ticks = iter([0.0, 0.25, 1.0, 1.5, 2.0, 2.125])  # the timer before and after each post
 
     def post(url: str, body: bytes) -> int:
         sent.append((url, json.loads(body)["request_id"]))
         return next(statuses)
 
-    send_hour("http://ranker:8000/", requests_table(), CLOCK, stats, lambda at: due.append(at) or True, post)
-    assert [r for _, r in sent] == [8, 9, 7] and {u for u, _ in sent} == {"http://ranker:8000/rank"}
+    stats, whole = send_hour(
+        "http://ranker:8000/", requests_table(), CLOCK, lambda at: due.append(at) or True, post, lambda: next(ticks)
+    )
+    assert whole and [r for _, r in sent] == [8, 9, 7] and {u for u, _ in sent} == {"http://ranker:8000/rank"}
     assert due == [CLOCK.wall_at(SIM + timedelta(minutes=m) + LAG) for m in (5, 20, 40)]
-    assert (stats.sent, stats.answered, stats.not_ready, stats.failed) == (3, 1, 1, 1)
+    assert stats.figures() == {
+        "sent": 3, "answered": 1, "not_ready": 1, "failed": 1, "ranker_p50_ms": 250.0, "ranker_p99_ms": 250.0,
+    }  # fmt: skip  (only the answered request's round trip)
+
+
+def test_an_hours_figures_are_percentiles_of_its_round_trips_and_totals_keep_only_counts() -> None:
+    hour, totals = LoadStats(), LoadStats()
+    for ms in range(1, 101):
+        hour.count(200, ms / 1000)
+    hour.count(0, 9.0)
+    totals.add_counts(hour)
+    totals.add_counts(hour)
+    figures = hour.figures()
+    assert figures["ranker_p50_ms"] == pytest.approx(50.5) and figures["ranker_p99_ms"] == pytest.approx(99.01)
+    assert (totals.sent, totals.answered, totals.failed, totals.answer_seconds) == (202, 200, 2, [])
+    assert LoadStats().figures()["ranker_p99_ms"] is None
 
 
 def test_a_stop_while_waiting_sends_nothing_more() -> None:
-    sent, stats = [], LoadStats()
+    sent = []
     waits = iter([True, False])
-    send_hour("http://ranker", requests_table(), CLOCK, stats, lambda at: next(waits), lambda u, b: sent.append(b) or 200)
-    assert len(sent) == 1 and stats.sent == 1
+    stats, whole = send_hour("http://ranker", requests_table(), CLOCK, lambda at: next(waits), lambda u, b: sent.append(b) or 200)
+    assert len(sent) == 1 and stats.sent == 1 and not whole
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -77,9 +95,8 @@ def test_a_generated_hour_reaches_a_server_over_http_whole(tmp_path: Path) -> No
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        stats = LoadStats()
         clock = LiveClock(log.end, datetime.now(UTC), 10)
-        send_hour(f"http://127.0.0.1:{server.server_port}", requests, clock, stats, lambda at: True, http_post)
+        stats, _ = send_hour(f"http://127.0.0.1:{server.server_port}", requests, clock, lambda at: True, http_post)
     finally:
         server.shutdown()
     assert requests.num_rows > 0 and stats.answered == requests.num_rows
@@ -94,15 +111,17 @@ def test_live_traffic_with_its_load_driver_sends_every_hour_it_writes_up_to_the_
     clock = LiveClock(world.end, datetime.now(UTC), hour_seconds=2)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    stats, written = LoadStats(), []
+    stats, written, figures = LoadStats(), [], {}
     try:
-        run_with_load(world, clock, threading.Event(), f"http://127.0.0.1:{server.server_port}", stats, written.append)
+        url = f"http://127.0.0.1:{server.server_port}"
+        run_with_load(world, clock, threading.Event(), url, stats, written.append, on_sent=lambda h, s: figures.update({h: s}))
     finally:
         server.shutdown()
     assert datetime.now(UTC) >= clock.wall_at(world.horizon + LAG)  # not stopped at the horizon
     requests = world.log.requests(written[0], world.horizon)
-    assert written == [world.horizon - 2 * HOUR, world.horizon - HOUR]
+    assert written == [world.horizon - 2 * HOUR, world.horizon - HOUR] == list(figures)
     assert stats.answered == requests.num_rows > 0
+    assert [figures[h].answered for h in written] == [world.log.requests(h, h + HOUR).num_rows for h in written]
     assert sorted(b["request_id"] for b in Recorder.bodies) == sorted(requests["request_id"].to_pylist())
 
 
