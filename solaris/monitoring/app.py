@@ -12,13 +12,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from solaris.config import Settings, is_tracking_server
+from solaris.live.clock import LiveClock
 
 if TYPE_CHECKING:
     from solaris.monitoring.report import HealthReport
@@ -29,11 +31,14 @@ HoursParam = Annotated[int, Query(ge=1, le=24 * 14, description="hours of covera
 PROBE_TIMEOUT_S = 3.0
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+def now() -> datetime:
+    """On a live stack's clock, the simulated time (its runs and hours are simulated); else the wall clock."""
+    wall = datetime.now(UTC)
+    clock = LiveClock.from_env()
+    return wall if clock is None else clock.sim_at(wall)
 
 
-def create_app(settings: Callable[[], Settings] = Settings.from_env, clock: Clock = utc_now) -> FastAPI:
+def create_app(settings: Callable[[], Settings] = Settings.from_env, clock: Clock = now) -> FastAPI:
     app = FastAPI(title="SOLARIS feature store health", docs_url=None, redoc_url=None, openapi_url=None)
 
     # Plain ``def`` handlers: FastAPI runs them in its thread pool, so store and MLflow calls never block the loop.
@@ -70,6 +75,15 @@ def mlflow_unreachable(tracking_uri: str, timeout_s: float = PROBE_TIMEOUT_S) ->
         return f"no answer from {url}: {exc}"
 
 
+def load_hours(data_dir: Path, t: datetime, hours: int) -> list[dict[str, Any]]:
+    """The live traffic's hours in the ``hours`` before ``t``, newest first (none unless a live stack ran)."""
+    from solaris.live.figures import load_log_path, read_hours
+
+    start = t - timedelta(hours=hours)
+    recorded = read_hours(load_log_path(data_dir))
+    return [h for h in reversed(recorded) if start <= datetime.fromisoformat(h["hour"]) < t]
+
+
 def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int) -> HealthReport:
     # Imported here, not at the top: the report pulls MLflow and the model registry (torch), and the
     # api-server imports this module when it loads plugins, long before anyone opens the page.
@@ -87,4 +101,5 @@ def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int
     down = mlflow_unreachable(current.mlflow_tracking_uri)
     with store:
         report = build_report(store, None if down else client, t, vms=vms, n_runs=runs, hours=hours)
+    report = replace(report, load=load_hours(current.data_dir, t, hours))
     return replace(report, problems=[Problem(MLFLOW, down), *report.problems]) if down else report

@@ -39,6 +39,7 @@ def report_json(report: HealthReport) -> dict[str, Any]:
         "versions": [_version(v) for v in report.versions],
         "runs": [_run(r) for r in report.runs],
         "coverage": [_point(p) for p in report.coverage],
+        "load": report.load,
     }
 
 

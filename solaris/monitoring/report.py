@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from mlflow import MlflowClient
 
@@ -105,6 +105,8 @@ class HealthReport:
     problems: list[Problem] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     vms: list[VMChampion] = field(default_factory=list)  # every configured VM, the lead first
+    # A live stack's traffic by simulated hour, as its load driver recorded it (:mod:`solaris.live.figures`).
+    load: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

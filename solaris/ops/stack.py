@@ -153,9 +153,11 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     airflow = bootstrap(served, metadata_url) | _airflow_extras(config) | executor
     if clock is not None:
         airflow[CLOCK_ENV] = clock.to_json()  # the DAGs' schedule is read where they are parsed
+        # A live stack is there to watch the scheduler run: DAGs it parses first start unpaused.
+        airflow["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
     services = _services(settings, served, config, airflow)
     if clock is not None:
-        services.append(_traffic(settings, clock, f"http://{config.host}:{config.ranker_port}"))
+        services.append(_traffic(served, clock, f"http://{config.host}:{config.ranker_port}"))
 
     logs = stack_dir(settings) / "logs"
     state = StackState(

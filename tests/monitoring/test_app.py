@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -12,7 +12,10 @@ from fastapi.testclient import TestClient
 from health_world import PAIR_BATCHES, T, HealthWorld, closed_port, register_champion, run_key
 
 from solaris.config import Settings
-from solaris.monitoring.app import create_app, mlflow_unreachable
+from solaris.live.clock import CLOCK_ENV, LiveClock
+from solaris.live.figures import append_hour, hour_line, load_log_path
+from solaris.live.load import LoadStats
+from solaris.monitoring.app import create_app, mlflow_unreachable, now
 from solaris.tracking import registry
 
 
@@ -127,3 +130,29 @@ def test_mlflow_probe(answering_server: str) -> None:
     refused = f"http://127.0.0.1:{closed_port()}"
     assert mlflow_unreachable(refused).startswith(f"no answer from {refused}/health")
     assert mlflow_unreachable("sqlite:///anywhere.db") is None
+
+
+def test_a_live_stacks_traffic_by_hour_is_on_the_page(health_world: HealthWorld) -> None:
+    """The load driver's hours in the window, newest first; an hour at or after the page's time is not shown."""
+    path = load_log_path(health_world.settings.data_dir)
+    for back in (30, 2, 1, 0):
+        stats = LoadStats()
+        stats.count(200, 0.012)
+        append_hour(path, hour_line(T - timedelta(hours=back), stats))  # T is on the hour
+    client = _client(health_world.settings)
+
+    load = client.get("/api/health?hours=24").json()["load"]
+    page = client.get("/").text
+
+    assert [datetime.fromisoformat(h["hour"]) for h in load] == [T - timedelta(hours=b) for b in (1, 2)]
+    assert load[0]["ranker_p99_ms"] == pytest.approx(12.0) and load[0]["answered"] == 1
+    assert "Live traffic by hour" in page and "12.0" in page
+
+
+def test_on_a_live_clock_the_page_is_at_simulated_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    sim = datetime(2026, 1, 7, tzinfo=UTC)
+    clock = LiveClock(sim, datetime.now(UTC) - timedelta(seconds=60), hour_seconds=60)  # one simulated hour ago
+    monkeypatch.setenv(CLOCK_ENV, clock.to_json())
+    assert sim + timedelta(hours=1) <= now() < sim + timedelta(hours=2)
+    monkeypatch.delenv(CLOCK_ENV)
+    assert now() > datetime(2026, 12, 1, tzinfo=UTC)  # the wall clock
