@@ -1,7 +1,9 @@
 """
 ### solaris_train: FM → AE → one mapped task per VM → promotion gate, and the demand model
 
-Trains the foundation model on the world's FM span, the autoencoder on its embeddings, then one mapped
+Every step trains on the event log's hours before the run's logical time (its data interval's end), so the
+steps of one run see the same hours while live traffic keeps adding more. Trains the foundation model on the
+world's FM span, the autoencoder on its embeddings, then one mapped
 `train_vm` task per configured vertical model (`vms.toml`, default `ctr` and `cvr`): every variant of it on
 features as they would have been served. The promotion gate re-scores each VM's champion on the same
 evaluation hours; the new FM and AE are one table every VM reads, so their chain becomes `@champion` (through
@@ -34,12 +36,15 @@ from solaris.precompute.params import airflow_param
 from solaris.vms import ALL_VMS
 
 
-def _context(params: dict[str, Any]) -> tuple[Any, Any]:
+def _context(params: dict[str, Any], data_interval_end: datetime | None, dag_run: Any) -> tuple[Any, Any, datetime]:
+    """Settings, the training plan and the run's logical time: every step trains on the log before it."""
+    from solaris.precompute.spec import target_time
     from solaris.training import steps
 
     steps.yield_cpu()
     settings = Settings.from_env()
-    return settings, steps.plan(settings, int(params["epochs"]), int(params["seed"]))
+    until = target_time(data_interval_end, dag_run.run_after if dag_run else None)
+    return settings, steps.plan(settings, int(params["epochs"]), int(params["seed"])), until
 
 
 def _skip_unless_chain(params: dict[str, Any]) -> None:
@@ -78,31 +83,50 @@ def solaris_train() -> None:
         return steps.vm_names(Settings.from_env(), (params or {})["vm"])
 
     @task
-    def train_fm(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def train_fm(
+        params: dict[str, Any] | None = None, data_interval_end: datetime | None = None, dag_run: Any = None
+    ) -> dict[str, Any]:
         from solaris.training import steps
 
         _skip_unless_chain(params or {})
-        return steps.train_fm(*_context(params or {}))
+        return steps.train_fm(*_context(params or {}, data_interval_end, dag_run))
 
     @task
-    def train_ae(fm: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def train_ae(
+        fm: dict[str, Any],
+        params: dict[str, Any] | None = None,
+        data_interval_end: datetime | None = None,
+        dag_run: Any = None,
+    ) -> dict[str, Any]:
         from solaris.training import steps
 
         _skip_unless_chain(params or {})
-        return steps.train_ae(*_context(params or {}), fm["fm_version"])
+        return steps.train_ae(*_context(params or {}, data_interval_end, dag_run), fm["fm_version"])
 
     @task(trigger_rule="none_failed")
-    def train_vm(vm: str, ae: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def train_vm(
+        vm: str,
+        ae: dict[str, Any] | None,
+        params: dict[str, Any] | None = None,
+        data_interval_end: datetime | None = None,
+        dag_run: Any = None,
+    ) -> dict[str, Any]:
         """``ae`` is None when train_ae skipped: the VM trains alone on the champion FM and AE."""
         from solaris.training import steps
 
-        return steps.train_vm(*_context(params or {}), vm, ae["ae_version"] if ae else None)
+        context = _context(params or {}, data_interval_end, dag_run)
+        return steps.train_vm(*context, vm, ae["ae_version"] if ae else None)
 
     @task(trigger_rule="none_failed")
-    def promote(vms: list[dict[str, Any]], params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def promote(
+        vms: list[dict[str, Any]],
+        params: dict[str, Any] | None = None,
+        data_interval_end: datetime | None = None,
+        dag_run: Any = None,
+    ) -> dict[str, Any]:
         from solaris.training import steps
 
-        return steps.gate(*_context(params or {}), list(vms))
+        return steps.gate(*_context(params or {}, data_interval_end, dag_run), list(vms))
 
     @task(outlets=[FM_CHAMPION, AE_CHAMPION])
     def announce_chain(decision: dict[str, Any]) -> dict[str, Any]:

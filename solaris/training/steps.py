@@ -49,19 +49,21 @@ def plan(settings: Settings, epochs: int, seed: int) -> TrainPlan:
     return TrainPlan(fit=FitConfig(epochs=epochs, seed=seed, progress=False, threads=1), device=settings.device)
 
 
-def _world(settings: Settings, chosen: TrainPlan) -> World:
-    return World.open(settings.world_dir(), chosen.fractions)
+def _world(settings: Settings, chosen: TrainPlan, until: datetime) -> World:
+    """The log's hours before the run's logical time: on a live stack hours keep arriving while the chain
+    trains, and every step of one run must see the same ones."""
+    return World.open(settings.world_dir(), chosen.fractions, until)
 
 
-def train_fm(settings: Settings, chosen: TrainPlan) -> dict[str, Any]:
-    trained = train_fm_job(registry.connect(settings), settings, _world(settings, chosen), chosen)
+def train_fm(settings: Settings, chosen: TrainPlan, until: datetime) -> dict[str, Any]:
+    trained = train_fm_job(registry.connect(settings), settings, _world(settings, chosen, until), chosen)
     return {"fm_version": trained.version, "ne": trained.metrics["ne"]}
 
 
-def train_ae(settings: Settings, chosen: TrainPlan, fm_version: str) -> dict[str, Any]:
+def train_ae(settings: Settings, chosen: TrainPlan, until: datetime, fm_version: str) -> dict[str, Any]:
     client = registry.connect(settings)
     fm = registered(client, FM_MODEL, fm_version)
-    trained = train_ae_job(client, settings, _world(settings, chosen), fm, chosen)
+    trained = train_ae_job(client, settings, _world(settings, chosen, until), fm, chosen)
     return {"ae_version": trained.version, "reconstruction_error": trained.metrics["reconstruction_error"]}
 
 
@@ -71,11 +73,13 @@ def vm_names(settings: Settings, chosen: str) -> list[str]:
     return [s.name for s in (specs if chosen == ALL_VMS else choose(specs, [chosen]))]
 
 
-def train_vm(settings: Settings, chosen: TrainPlan, vm_name: str, ae_version: str | None) -> dict[str, Any]:
+def train_vm(
+    settings: Settings, chosen: TrainPlan, until: datetime, vm_name: str, ae_version: str | None
+) -> dict[str, Any]:
     """One VM's variants on the AE ``ae_version`` and its FM (None: the champions, the VM trained alone); its
     served variant's version and NE go to the gate."""
     client = registry.connect(settings)
-    world = _world(settings, chosen)
+    world = _world(settings, chosen, until)
     if ae_version is None:
         teacher = champion_teacher(client, chosen.device)
     else:
@@ -89,7 +93,7 @@ def train_vm(settings: Settings, chosen: TrainPlan, vm_name: str, ae_version: st
     }  # fmt: skip
 
 
-def gate(settings: Settings, chosen: TrainPlan, vms: list[dict[str, Any]]) -> dict[str, Any]:
+def gate(settings: Settings, chosen: TrainPlan, until: datetime, vms: list[dict[str, Any]]) -> dict[str, Any]:
     """Gate the VMs trained (one chain of a new FM and AE, or one VM alone on the champions'); a chain with a
     new embedding version is written in shadow first (:mod:`solaris.precompute.shadow`)."""
     client = registry.connect(settings)
@@ -98,7 +102,7 @@ def gate(settings: Settings, chosen: TrainPlan, vms: list[dict[str, Any]]) -> di
         ae_fm = client.get_model_version(AE_MODEL, ae).tags.get("fm_version")
         if ae_fm != fm:
             raise ValueError(f"{AE_MODEL} version {ae} compresses FM {ae_fm}, not FM {fm}")
-    decision = gate_challengers(client, settings, _world(settings, chosen), challengers, chosen)
+    decision = gate_challengers(client, settings, _world(settings, chosen, until), challengers, chosen)
     return {
         "promoted": decision.promoted, "chain_moved": decision.chain_moved, "awaiting_shadow": decision.awaiting_shadow,
         "reason": decision.reason, "embedding_version": challengers[0].chain.embedding_version,
