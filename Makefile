@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-integration bench bench-setup clean
+.PHONY: setup run live live-down test test-integration test-soak bench bench-setup clean
 
 setup: $(STAMP)
 
@@ -20,12 +20,31 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/solaris main
 
+# An accelerated day on the local stack, apart from `make run`'s state (README, "A day of operation"): a tiny
+# world with a day left to run live, a quick first chain for the daily training to beat, then the stack on a
+# clock of 40 s per simulated hour. Starts afresh each time; `make live-down` stops it.
+LIVE := SOLARIS_HOME=$(CURDIR)/var/live SOLARIS_WORLD=tiny SOLARIS_DEVICE=cpu
+live: $(STAMP)
+	-$(LIVE) $(BIN)/solaris stack down
+	rm -rf var/live
+	-psql -h 127.0.0.1 -U postgres -d postgres -qc 'DROP DATABASE IF EXISTS solaris_live WITH (FORCE)' 2>/dev/null
+	$(LIVE) $(BIN)/solaris data generate --preset tiny --hours 44
+	$(LIVE) $(BIN)/solaris train all --epochs 1 --threads 1 --no-progress
+	$(LIVE) $(BIN)/solaris stack up --live --hour-seconds 40 --airflow-database solaris_live
+
+live-down:
+	$(LIVE) $(BIN)/solaris stack down
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not integration and not soak" $(PYTEST_ARGS)
 
 # Long end-to-end runs (minutes each), kept out of the default suite; CI runs them after it.
 test-integration: $(STAMP)
 	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+
+# The live stack through 12 simulated hours of Airflow's scheduler (tests/ops/test_soak.py), about 10 minutes.
+test-soak: $(STAMP)
+	$(BIN)/python -m pytest -m soak -s $(PYTEST_ARGS)
 
 bench: $(STAMP) bench-setup
 	$(BIN)/python bench/run_all.py
