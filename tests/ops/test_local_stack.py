@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +24,7 @@ from solaris.precompute.spec import run_key
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World
 
+from local_service import poll
 from precompute_env import precompute_settings
 from stack_session import (  # noqa: F401 (airflow_database: a fixture)
     Api, airflow_database, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait,
@@ -31,6 +33,14 @@ from stack_session import (  # noqa: F401 (airflow_database: a fixture)
 DAG = "solaris_precompute"
 CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}
 RUN_TIMEOUT_S = 420
+
+
+def ready_status(ranker_url: str) -> int:
+    try:
+        with urllib.request.urlopen(ranker_url + "/readyz", timeout=10) as ready:
+            return ready.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 @pytest.mark.integration  # 2-3 minutes of a whole stack: beside the replay, not in the default suite
@@ -61,9 +71,9 @@ def test_stack_runs_precompute_through_airflow_and_stops_clean(
         with open_store(settings.store_url) as store:
             record = store.get_run(run_key(logical.replace(minute=0)))
         assert record is not None and record.status == "succeeded" and record.counts["pairs_written"] > 0
-        # The ranker found the champion chain through the stack's MLflow server.
-        with urllib.request.urlopen(state.urls["ranker"] + "/readyz", timeout=10) as ready:
-            assert ready.status == 200
+        # The ranker found the champion chain through the stack's MLflow server: at its next poll (30 s) once
+        # this run registered the chain's embedding version in the fresh store (the run may take less).
+        poll("the ranker ready", lambda: ready_status(state.urls["ranker"]), lambda status: status == 200, 90)
         # The Airflow plugin's JSON, served by the api-server, shows the run as the store recorded it.
         with urllib.request.urlopen(state.urls["airflow"] + "/solaris/api/health", timeout=60) as answer:
             report = json.loads(answer.read())
