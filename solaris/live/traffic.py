@@ -18,13 +18,14 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from solaris.data.eventlog import EventLog, write_meta
 from solaris.data.synthetic.config import WorldConfig
 from solaris.data.synthetic.simulate import HourBatch, Simulator
 from solaris.data.synthetic.stats import WorldStats
 from solaris.data.synthetic.world import world_meta, write_hour
-from solaris.live.clock import HOUR, LiveClock
+from solaris.live.clock import HOUR, LiveClock, check_hour_seconds
 from solaris.live.load import LAG, LoadStats, drive_load
 
 MAX_WAIT_S = 1.0  # how long the loop sleeps at most between looks at the clock (a stop is heard within it)
@@ -39,9 +40,7 @@ class LiveWorld:
 
     def __init__(self, root: Path) -> None:
         self.log = EventLog(Path(root))
-        meta = self.log.meta
-        if meta.get("source") != "synthetic" or "config" not in meta:
-            raise ValueError(f"{root}: only a generated (synthetic) world can run live, not a {meta.get('source')!r} log")
+        meta = generated_meta(self.log)
         self.config = WorldConfig.from_dict(meta["config"])
         self._name, self._side_counts = meta["name"], {k: meta["counts"][k] for k in ("users", "items")}
         self.simulator = Simulator(self.config)
@@ -83,6 +82,28 @@ class LiveWorld:
         while self.end + HOUR <= due:
             written.append(self.write_next())
         return written
+
+
+def generated_meta(log: EventLog) -> dict[str, Any]:
+    """The log's meta.json, refused unless a generated world wrote it: only the simulator can continue a log."""
+    meta = log.meta
+    if meta.get("source") != "synthetic" or "config" not in meta:
+        raise ValueError(f"world {log.root.name!r} is a {meta.get('source')!r} log; only a generated world continues")
+    return meta
+
+
+def resume_clock(root: Path, hour_seconds: float, wall_start: datetime) -> LiveClock:
+    """The clock to run a world live on: its simulated time resumes at its log's end at ``wall_start``.
+    Refuses a world with no hours left to write, naming how to generate one with room."""
+    check_hour_seconds(hour_seconds)
+    meta = generated_meta(EventLog(root))
+    end = datetime.fromisoformat(meta["end"])
+    if meta.get("horizon_hours", meta["hours"]) <= meta["hours"]:
+        raise ValueError(
+            f"world {root.name!r} has no hours left to continue (ends {end.isoformat()});"
+            " generate it with room, e.g. `solaris data generate --days 10 --hours 72`"
+        )
+    return LiveClock(end, wall_start, hour_seconds)
 
 
 def run_live(

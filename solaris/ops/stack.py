@@ -28,7 +28,7 @@ from typing import Literal, get_args
 
 from solaris.airflow_env import bootstrap
 from solaris.config import Settings
-from solaris.live.clock import CLOCK_ENV, REAL_TIME_HOUR_SECONDS, LiveClock, check_hour_seconds
+from solaris.live.clock import CLOCK_ENV, REAL_TIME_HOUR_SECONDS, LiveClock
 from solaris.ops import celery_workers, health, metadata, mlflow_server, procs
 from solaris.ops.health import HEARTBEAT_SCHEME, Check
 
@@ -235,25 +235,13 @@ def log_tail(proc: procs.Proc, chars: int = 3000) -> str:
 
 
 def live_clock(settings: Settings, config: StackConfig, wall_start: datetime) -> LiveClock:
-    """The clock of a live stack: simulated time resumes at the end of the world's log at ``wall_start``."""
-    from solaris.data.eventlog import EventLog
+    """The clock of a live stack (:func:`~solaris.live.traffic.resume_clock`), checked before anything starts."""
+    from solaris.live.traffic import resume_clock
 
     try:
-        check_hour_seconds(config.hour_seconds)
-        meta = EventLog(settings.world_dir()).meta
+        return resume_clock(settings.world_dir(), config.hour_seconds, wall_start)
     except (ValueError, FileNotFoundError) as exc:
         raise StackError(f"cannot run live: {exc}") from None
-    end = datetime.fromisoformat(meta["end"])
-    if meta.get("source") != "synthetic":
-        raise StackError(
-            f"cannot run live: world {settings.world!r} is a {meta.get('source')!r} log; only a generated world continues"
-        )
-    if meta.get("horizon_hours", meta["hours"]) <= meta["hours"]:
-        raise StackError(
-            f"cannot run live: world {settings.world!r} has no hours left to continue (ends {end.isoformat()});"
-            " generate it with room, e.g. `solaris data generate --days 10 --hours 72`"
-        )
-    return LiveClock(end, wall_start, config.hour_seconds)
 
 
 def _traffic(settings: Settings, clock: LiveClock, ranker_url: str) -> Service:
