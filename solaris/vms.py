@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LABELS = ("click", "conversion")  # what a VM can predict: the FM's heads, in their order
+LABEL_COUNTS = {"click": "clicks", "conversion": "conversions"}  # each label's total in an event log's meta
 REGISTERED_PREFIX = "solaris-vm-"
 ALL_VMS = "all"  # a training run's choice of a new FM and AE with every configured VM (else one VM's name)
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -107,3 +108,28 @@ def choose(specs: tuple[VMSpec, ...], names: Iterable[str]) -> tuple[VMSpec, ...
     if unknown:
         raise VMConfigError(f"unknown VM {', '.join(sorted(unknown))}; configured: {', '.join(s.name for s in specs)}")
     return tuple(s for s in specs if s.name in wanted)
+
+
+def dump_vms(specs: Iterable[VMSpec]) -> str:
+    """``specs`` as the TOML :func:`load_vms` reads back, in their order."""
+    lines = []
+    for spec in specs:
+        lines += [f"[vm.{spec.name}]", f'label = "{spec.label}"']
+        if spec.positions is not None:
+            lines.append(f"positions = [{spec.positions[0]}, {spec.positions[1]}]")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def learnable(specs: tuple[VMSpec, ...], counts: dict[str, int]) -> tuple[tuple[VMSpec, ...], dict[str, str]]:
+    """The VMs whose label occurs in a log with these totals (its meta's ``counts``), and why each other is
+    left out: a label never positive (MovieLens has no conversion) can be neither learned nor scored."""
+    kept, left = [], {}
+    for spec in specs:
+        if counts.get(LABEL_COUNTS[spec.label], 0) > 0:
+            kept.append(spec)
+        else:
+            left[spec.name] = f"the log holds no {spec.label}"
+    if specs and specs[0] not in kept:
+        raise VMConfigError(f"the lead VM {specs[0].describe()} cannot be learned: {left[specs[0].name]}")
+    return tuple(kept), left

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from solaris.config import Settings
-from solaris.vms import DEFAULT_VMS, VMConfigError, VMSpec, choose, load_vms
+from solaris.vms import DEFAULT_VMS, VMConfigError, VMSpec, choose, dump_vms, learnable, load_vms
 
 
 def test_without_a_file_the_default_is_a_click_and_a_conversion_model(tmp_path: Path) -> None:
@@ -55,3 +55,20 @@ def test_a_bad_declaration_names_the_file_and_the_problem(tmp_path: Path, text: 
 def test_an_unknown_vm_name_lists_the_configured_ones() -> None:
     with pytest.raises(VMConfigError, match="unknown VM ctx; configured: ctr, cvr"):
         choose(DEFAULT_VMS, ["ctx"])
+
+
+def test_a_declaration_written_out_reads_back_the_same(tmp_path: Path) -> None:
+    specs = (*DEFAULT_VMS, VMSpec("ctr_top", "click", (0, 2)))
+    path = tmp_path / "vms.toml"
+    path.write_text(dump_vms(specs))
+    assert load_vms(path) == specs
+
+
+def test_a_vm_whose_label_the_log_never_has_is_left_out_with_why() -> None:
+    """MovieLens has ratings (clicks) and no conversion: its replay judges the click model only."""
+    assert learnable(DEFAULT_VMS, {"clicks": 5, "conversions": 3}) == (DEFAULT_VMS, {})
+    assert learnable(DEFAULT_VMS, {"clicks": 5, "conversions": 0}) == (
+        DEFAULT_VMS[:1], {"cvr": "the log holds no conversion"}
+    )
+    with pytest.raises(VMConfigError, match=r"the lead VM ctr \(click\) cannot be learned: the log holds no click"):
+        learnable(DEFAULT_VMS, {"conversions": 3})

@@ -149,7 +149,7 @@ class ReplayReport:
     seconds: dict[str, float] = field(default_factory=dict)
     # How the figures were made: "fm_refresh" (how often the FM is retrained while the log replays) and
     # "fm_reference" (a sentence: which FM the transfer ratio divides by, scored on what).
-    protocol: dict[str, str] = field(default_factory=dict)
+    protocol: dict[str, object] = field(default_factory=dict)
     fm_versions: list[dict[str, str]] = field(default_factory=list)  # version and first serving hour
     invariants: dict[str, list[str]] = field(default_factory=dict)  # "checked" and "violated", when written
     # The eval span's precompute efficiency (replay.efficiency): hit rate while fresh, selector AUC, FM calls

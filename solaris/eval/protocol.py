@@ -44,9 +44,11 @@ BASE_VM_INPUTS = (
 )
 
 
-def protocol(fm_refresh: str) -> dict[str, str]:
-    """What ``report.json`` states: the cadence, which FM the transfer ratio divides by, what the base VM sees."""
+def protocol(fm_refresh: str, skipped_vms: dict[str, str]) -> dict[str, object]:
+    """What ``report.json`` states: the cadence, which FM the transfer ratio divides by, what the base VM sees,
+    and the configured VMs the log could not judge (with why)."""
     return {
+        "vms_left_out": skipped_vms,
         "base_vm": BASE_VM_INPUTS,
         "fm_refresh": check_fm_refresh(fm_refresh),
         "fm_reference": (

@@ -39,7 +39,7 @@ from solaris.serving import Ranker
 from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import open_configured_store
 from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
-from solaris.vms import VMSpec
+from solaris.vms import VMSpec, dump_vms, learnable
 
 T = TypeVar("T")
 
@@ -105,6 +105,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     (out / "mlflow").mkdir(parents=True)
     replay = Replay(config, log, spans, out, settings)
     replay.settings = replay.arm_settings("main")
+    skipped_vms = _learnable_vms(replay)
 
     trained = replay.phase("train FM, AE and first-stage VMs", lambda: _train(replay))
     world = World.open(log.root, TrainPlan().fractions, spans.train.end)
@@ -185,7 +186,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         cohorts=cohorts,
         per_vm={spec.name: judged[spec.name].figures(spec) for spec in vms},
         seconds=replay.seconds,
-        protocol=protocol(config.fm_refresh),
+        protocol=protocol(config.fm_refresh, skipped_vms),
         fm_versions=[c.as_dict() for c in chains],
     )
 
@@ -203,6 +204,19 @@ def _shadow(replay: Replay, chain: Chain, at: datetime) -> Chain:
 
 def _plan(config: ReplayConfig) -> TrainPlan:
     return TrainPlan(fit=replace(config.fit, seed=config.seed), device=config.device)
+
+
+def _learnable_vms(replay: Replay) -> dict[str, str]:
+    """Narrow the replay's own VM declaration to the VMs the log can teach (a copy under ``out``: the user's
+    file is untouched), and say which were left out and why."""
+    kept, skipped = learnable(replay.settings.vms(), replay.log.meta.get("counts", {}))
+    if skipped:
+        declared = replay.out / "vms.toml"
+        declared.write_text(dump_vms(kept))
+        replay.settings = replay.settings.with_overrides(vms_file=declared)
+        if replay.config.progress:
+            print(f"[replay] VMs left out: {'; '.join(f'{name}: {why}' for name, why in skipped.items())}")
+    return skipped
 
 
 def _train(replay: Replay) -> TrainReport:

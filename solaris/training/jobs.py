@@ -192,6 +192,11 @@ def train_vm_variants(
     client: MlflowClient, settings: Settings, world: World, data: dict[str, VMData], spec: VMSpec, plan: TrainPlan
 ) -> dict[str, Trained]:
     own = {span: examples.for_vm(spec) for span, examples in data.items()}
+    if not own["vm_train"].label.any():
+        raise ValueError(
+            f"VM {spec.describe()}: no training impression has a {spec.label}, so it cannot be learned; declare "
+            f"only the VMs this log can train in {settings.vms_file} (SOLARIS_VMS_FILE)"
+        )
     return {v: train_vm_job(client, settings, world, own, spec, v, plan) for v in plan.variants}
 
 

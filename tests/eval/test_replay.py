@@ -93,6 +93,7 @@ def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replay
         assert (m.transfer_ratio is None) == (m.transfer_ratio_ci95 is None), m.name
     assert all(p.ne_ci95 and p.ne_gain_ci95 for p in report.sweep)
     assert report.protocol["fm_refresh"] == "daily" and "fine-tuned daily" in report.protocol["fm_reference"]
+    assert report.protocol["vms_left_out"] == {}  # the tiny world has clicks and conversions
     assert report.invariants == {"checked": list(INVARIANTS), "violated": []}
 
 
