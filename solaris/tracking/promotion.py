@@ -16,7 +16,8 @@ from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.tracking import registry
 from solaris.tracking.registry import (
-    AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED, PinnedVersions,
+    AE_MODEL, CHAMPION, FM_MODEL, SHADOW, SHADOW_ALIAS, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED, SHADOW_SUPERSEDED,
+    PinnedVersions,
 )  # fmt: skip
 
 MAX_SHADOW_COVERAGE_DROP = 0.10  # all-tier coverage the shadow may lack against the champion's, at most
@@ -34,12 +35,16 @@ class ShadowDecision:
 
 
 def await_shadow(client: MlflowClient, chains: Sequence[PinnedVersions]) -> None:
-    """Make the chains (one FM and AE, a VM each) what the hourly precompute writes in shadow: ``challenger``,
-    each VM version tagged pending."""
-    registry.set_alias(client, FM_MODEL, CHALLENGER, chains[0].fm)
-    registry.set_alias(client, AE_MODEL, CHALLENGER, chains[0].ae)
+    """Make the chains (one FM and AE, a VM each) what the hourly precompute writes in shadow: ``shadow``,
+    each VM version tagged pending; a chain still pending (older, it passed too) is tagged superseded."""
     for chain in chains:
-        registry.set_alias(client, chain.vm_model, CHALLENGER, chain.vm)
+        earlier = registry.resolve_shadow(client, chain.vm_name)
+        if earlier is not None and earlier.vm != chain.vm:
+            client.set_model_version_tag(earlier.vm_model, earlier.vm, SHADOW, SHADOW_SUPERSEDED)
+    registry.set_alias(client, FM_MODEL, SHADOW_ALIAS, chains[0].fm)
+    registry.set_alias(client, AE_MODEL, SHADOW_ALIAS, chains[0].ae)
+    for chain in chains:
+        registry.set_alias(client, chain.vm_model, SHADOW_ALIAS, chain.vm)
         client.set_model_version_tag(chain.vm_model, chain.vm, SHADOW, SHADOW_PENDING)
 
 
@@ -73,9 +78,16 @@ def shadow_gate(
     for chain in chains:
         log_decision(client, settings, f"shadow-gate-{chain.vm_name}-v{chain.vm}", chain, params, found, promoted, reason)
         client.set_model_version_tag(chain.vm_model, chain.vm, SHADOW, SHADOW_PROMOTED if promoted else SHADOW_REFUSED)
+    end_shadow(client, [chain.vm_model for chain in chains])
     if promoted:
         promote(client, chains)
     return decision
+
+
+def end_shadow(client: MlflowClient, vm_models: Sequence[str]) -> None:
+    """Nothing is written in shadow any more: the ``shadow`` alias leaves the FM, the AE and these VMs."""
+    for name in (FM_MODEL, AE_MODEL, *vm_models):
+        registry.delete_alias(client, name, SHADOW_ALIAS)
 
 
 def promote(client: MlflowClient, chains: Sequence[PinnedVersions]) -> None:

@@ -37,6 +37,11 @@ CHAMPION, CHALLENGER = "champion", "challenger"
 # A VM version's tag while its chain is precomputed beside the champion's (a new embedding version awaiting
 # promotion), then what the shadow gate decided.
 SHADOW, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED = "shadow", "pending", "promoted", "refused"
+# Displaced by a newer chain that passed its NE gate while this one was pending.
+SHADOW_SUPERSEDED = "superseded"
+# The chain written in shadow: its own alias, not ``challenger``, which every training run moves to what it
+# registers, so a newer chain that the gate refuses cannot displace one pending in shadow.
+SHADOW_ALIAS = "shadow"
 PIP_REQUIREMENTS = [
     f"torch=={torch.__version__.split('+')[0]}",
     f"numpy=={np.__version__}",
@@ -138,6 +143,12 @@ def set_alias(client: MlflowClient, name: str, alias: str, version: str) -> None
     client.set_registered_model_alias(name, alias, version)
 
 
+def delete_alias(client: MlflowClient, name: str, alias: str) -> None:
+    """Remove ``alias`` from ``name``; nothing to do where it is not set."""
+    if version_by_alias(client, name, alias) is not None:
+        client.delete_registered_model_alias(name, alias)
+
+
 def set_chain_alias(client: MlflowClient, chain: PinnedVersions, alias: str) -> None:
     """``alias`` on the chain's FM, AE and VM versions."""
     for name, version in ((FM_MODEL, chain.fm), (AE_MODEL, chain.ae), (chain.vm_model, chain.vm)):
@@ -188,8 +199,8 @@ def resolve_champions(client: MlflowClient, vm_name: str) -> PinnedVersions:
 
 
 def resolve_shadow(client: MlflowClient, vm_name: str) -> PinnedVersions | None:
-    """The chain the hourly precompute writes in shadow: ``solaris-vm-<name>@challenger`` while tagged pending."""
-    vm = version_by_alias(client, registered_name(vm_name), CHALLENGER)
+    """The chain the hourly precompute writes in shadow: ``solaris-vm-<name>@shadow`` while tagged pending."""
+    vm = version_by_alias(client, registered_name(vm_name), SHADOW_ALIAS)
     if vm is None or vm.tags.get(SHADOW) != SHADOW_PENDING:
         return None
     return pinned_from_vm(client, vm_name, str(vm.version))

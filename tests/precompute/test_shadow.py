@@ -15,7 +15,7 @@ from solaris.precompute.run import run_hour
 from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.tracking.registry import CHALLENGER, CHAMPION, SHADOW, PinnedVersions
-from solaris.tracking.promotion import await_shadow
+from solaris.tracking.promotion import await_shadow, end_shadow
 from solaris.training.jobs import TrainReport, World
 
 from precompute_env import LEAD, copy_chain, store_rows
@@ -42,6 +42,7 @@ def chains(
     finally:
         registry.set_chain_alias(client, champion, CHAMPION)
         registry.set_chain_alias(client, previous, CHALLENGER)
+        end_shadow(client, [LEAD.registered_name])
 
 
 def versions_written(settings: Settings, table: str) -> dict[str, int]:

@@ -19,7 +19,7 @@ from mlflow_state import own_registry
 from solaris.config import Settings
 from solaris.embedding_version import embedding_version
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, PinnedVersions
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_ALIAS, PinnedVersions
 from solaris.tracking.promotion import shadow_gate
 from solaris.training.gate import ChainDecision, Challenger, Decision, promotion_gate
 from solaris.vms import registered_name
@@ -134,7 +134,7 @@ def test_a_better_chain_on_a_new_embedding_version_is_first_written_in_shadow(
     assert not decision.promoted and decision.awaiting_shadow and scored == [champion]
     assert "beats" in decision.reason and "precomputed in shadow first" in decision.reason
     assert champions(client) == (champion.fm, champion.ae, champion.vm)  # the store has nothing of it yet
-    assert champions(client, CHALLENGER) == (challenger.fm, challenger.ae, challenger.vm)
+    assert champions(client, SHADOW_ALIAS) == (challenger.fm, challenger.ae, challenger.vm)
     assert registry.resolve_shadow(client, CTR) == challenger  # what the hourly precompute now also writes
     assert [tags["promoted"] for tags in gate_runs(client, challenger.vm)] == ["false"]
 
@@ -194,6 +194,29 @@ def test_a_better_challenger_after_a_refused_one_is_still_promoted(
     assert decision.awaiting_shadow and scored == [champion]
     assert shadow_gate(client, settings, champion, better, 0.9, 0.9, hours=4).promoted
     assert champions(client) == (better.fm, better.ae, better.vm)
+
+
+def test_a_newer_chain_the_gate_refuses_leaves_the_pending_shadow_and_one_that_passes_supersedes_it(
+    client: MlflowClient, settings: Settings, champion: PinnedVersions
+) -> None:
+    """Training moves ``challenger`` to whatever it registers; the shadow keeps its own alias, so a refused chain
+    trained while another waits in shadow does not stop that one's promotion."""
+    pending = register_chain(client)
+    assert gate(client, settings, pending, 0.41, champion_ne=0.42)[0].awaiting_shadow
+    worse = register_chain(client)
+    registry.set_chain_alias(client, worse, CHALLENGER)  # as training registers it
+
+    assert not gate(client, settings, worse, 0.43, champion_ne=0.42)[0].promoted
+    assert registry.resolve_shadow(client, CTR) == pending
+
+    newer = register_chain(client)
+    assert gate(client, settings, newer, 0.40, champion_ne=0.42)[0].awaiting_shadow
+    assert registry.resolve_shadow(client, CTR) == newer
+    assert client.get_model_version(VM_MODEL, pending.vm).tags[SHADOW] == "superseded"
+    assert shadow_gate(client, settings, champion, newer, 0.9, 0.9, hours=4).promoted
+    assert champions(client) == (newer.fm, newer.ae, newer.vm)
+    assert registry.resolve_shadow(client, CTR) is None
+    assert registry.version_by_alias(client, FM_MODEL, SHADOW_ALIAS) is None  # the alias left with the decision
 
 
 def register_both(client: MlflowClient) -> tuple[PinnedVersions, PinnedVersions]:
