@@ -161,6 +161,9 @@ class ReplayReport:
     coverage_marginal: dict[str, float] = field(default_factory=dict)
     tier_contributions: list[TierContribution] = field(default_factory=list)
     cohorts: list[Cohort] = field(default_factory=list)  # empty in a report written before them
+    # The eval span's share of impressions whose user a run before their hour could know (eval.ceiling): the
+    # most any tier can cover; None in a report written before it.
+    users_known: float | None = None
     # Every configured VM (the lead's models are the top-level ``models``); empty in a report written before.
     per_vm: dict[str, VMFigures] = field(default_factory=dict)
 

@@ -21,6 +21,7 @@ from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
+from solaris.eval.ceiling import known_user_share
 from solaris.eval.events import FM_PROBS, ServedEvents, concat, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution, VMFigures
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
@@ -184,6 +185,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
         cohorts=cohorts,
+        users_known=known_user_share(log, spans.eval),
         per_vm={spec.name: judged[spec.name].figures(spec) for spec in vms},
         seconds=replay.seconds,
         protocol=protocol(config.fm_refresh, skipped_vms),

@@ -132,6 +132,7 @@ def make_report(seed: int = 0) -> ReplayReport:
             Cohort("new items", 0.125, 2500, [replace(m, ne=m.ne + 0.03) for m in models]),
             Cohort("new users", 0.01, 200, []),
         ],
+        users_known=0.267,
         per_vm={
             "ctr": VMFigures("click", None, 5000, 400, models),
             "cvr": VMFigures("conversion", None, 5000, 60, [replace(m, log_loss=m.log_loss / 4) for m in models]),
@@ -178,6 +179,7 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "27.0%" in a2a and "[-0.0020, +0.0040]" in a2a and "nothing measurable" in a2a
     assert "SOLARIS +a2a vs SOLARIS pair" in a2a
     assert "a loss" in _line(text, "+ user aggregate ")  # an interval below 0 is not something a tier adds
+    assert "26.7%" in _line(text, "users known before their hour") and "the most any tier can feed" in text
     new_items = [line for line in text.splitlines() if line.startswith("new items (12.5%, 2,500)")]
     assert [next(m for m in ("FM ", "VM base", "VM distilled", "SOLARIS +knn", "SOLARIS all+distill") if m in line) for line in new_items] == [
         "FM ", "VM base", "VM distilled", "SOLARIS +knn", "SOLARIS all+distill"

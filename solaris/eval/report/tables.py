@@ -102,6 +102,8 @@ def _tiers(report: ReplayReport) -> Section:
         )
         for c in report.tier_contributions
     ]  # fmt: skip
+    if rows and report.users_known is not None:
+        rows.append(("users known before their hour", pct(report.users_known), DASH, DASH, "the most any tier can feed", ""))
     header = ("tier", "fed first", "NE gain", "95% CI", "adds", "models")
     return Section("Tiers in feeding order, evaluation span", header, rows)
 
