@@ -165,14 +165,37 @@ class Service:
             self._poller.start()
 
     def _poll(self, seconds: float) -> None:
-        while not self._stop.wait(seconds):
+        wait, ready = seconds, True
+        while True:
+            wait, ready = next_poll_wait(seconds, wait, ready, self._serving_all())
+            if self._stop.wait(wait):
+                return
             for watcher in self.watchers.values():
                 watcher.refresh()
+
+    def _serving_all(self) -> bool:
+        return all(watcher.current is not None for watcher in self.watchers.values())
 
     def stop(self) -> None:
         self._stop.set()
         for ranker in self.rankers.values():
             ranker.close()
+
+
+# A VM with nothing to serve looks again after this share of the poll, doubling back up to the poll: on a new
+# stack the store's first precompute lands seconds after the ranker refused its champion, and the ranker
+# should not answer 503 for a whole poll after it; a champion that stays refused is not reloaded in a loop.
+NOT_READY_POLL_SHARE = 0.1
+
+
+def next_poll_wait(poll_seconds: float, last_wait: float, was_ready: bool, ready: bool) -> tuple[float, bool]:
+    """Seconds until the next refresh, and ``ready`` to pass back: the poll while every VM serves, else a short
+    wait that doubles at each refresh that leaves a VM with nothing to serve."""
+    if ready:
+        return poll_seconds, True
+    if was_ready:
+        return poll_seconds * NOT_READY_POLL_SHARE, False
+    return min(2 * last_wait, poll_seconds), False
 
 
 def build_service(
