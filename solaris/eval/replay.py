@@ -210,8 +210,11 @@ def _plan(config: ReplayConfig) -> TrainPlan:
 
 def _learnable_vms(replay: Replay) -> dict[str, str]:
     """Narrow the replay's own VM declaration to the VMs the log can teach (a copy under ``out``: the user's
-    file is untouched), and say which were left out and why."""
-    kept, skipped = learnable(replay.settings.vms(), replay.log.meta.get("counts", {}))
+    file is untouched), and say which were left out and why. A log whose meta has no counts keeps them all."""
+    counts = replay.log.meta.get("counts")
+    if counts is None:
+        return {}
+    kept, skipped = learnable(replay.settings.vms(), counts)
     if skipped:
         declared = replay.out / "vms.toml"
         declared.write_text(dump_vms(kept))
