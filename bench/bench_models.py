@@ -27,6 +27,7 @@ from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
 from solaris.models.vm import VARIANTS, VMConfig, VerticalModel, score
 from solaris.models.vm_data import Teacher
+from solaris.precompute.params import PrecomputeParams
 from solaris.training.jobs import World, vm_data
 
 
@@ -74,7 +75,7 @@ def raw_vs_code(world: World, fit: FitConfig) -> list[tuple[str, float, float]]:
     rows = [("AE reconstruction error (share of variance)", ae_fit.best_valid_loss, float("nan"))]
     for name, teacher_type, dim in (("raw 256-d", RawTeacher, fm.config.embedding_dim), ("AE code 32-d", Teacher, 32)):
         teacher = teacher_type(fm, ae, "bench", "bench", "cpu")
-        data = vm_data(world, teacher)
+        data = vm_data(world, teacher, PrecomputeParams.ttl_hours)
         config = VMConfig(variant="solaris", code_dim=dim, coverage=1.0)
         vm, _ = train_vm(data["vm_train"], data["valid"], world.users, world.items, config, fit)
         found = metrics.summary(data["eval"].label, score(vm, data["eval"].matrix(vm.config)))
