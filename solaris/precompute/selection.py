@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.precompute.candidates import SOURCES
-from solaris.precompute.ranking import first_per_key, group_rank, order_by, pair_keys
+from solaris.precompute.ranking import group_rank, order_by, pair_keys
 
 # The store's ``fresh_pairs`` with the embedding version bound: (user_ids, item_ids, t) -> bool mask of the
 # pairs that hold an embedding with created_at <= t < expires_at.
@@ -75,18 +75,18 @@ def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFra
     if (codes < 0).any():
         bad = np.flatnonzero(codes < 0)[0] - len(req_users)
         raise ValueError(f"candidates: row {bad} has source {candidates['source'].iloc[bad]!r}")
-    keys = pair_keys(users, items)[0]
-    keep = first_per_key(keys)
     strength = np.r_[np.zeros(len(req_users), np.int64), candidates["covisit_strength"].to_numpy(np.int64)]
-    pair, per_row = np.unique(keys, return_inverse=True)
-    per_pair = np.zeros(len(pair), np.int64)
-    np.maximum.at(per_pair, per_row, strength)  # a re-queued candidate keeps the candidate's strength
+    _, first, per_row = np.unique(pair_keys(users, items)[0], return_index=True, return_inverse=True)
+    per_pair = np.zeros(len(first), np.int64)
+    np.maximum.at(per_pair, per_row.ravel(), strength)  # a re-queued candidate keeps the candidate's strength
+    in_order = np.argsort(first)  # each pair's first row, in the rows' order: re-queued pairs first
+    keep = first[in_order]
     return pd.DataFrame(
         {
             "user_id": users[keep],
             "item_id": items[keep],
             "source": pd.Categorical.from_codes(codes[keep], categories=POOL_SOURCES),
-            "covisit_strength": per_pair[per_row[keep]],
+            "covisit_strength": per_pair[in_order],
         }
     )
 
