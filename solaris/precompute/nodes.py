@@ -32,6 +32,7 @@ from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
+from solaris.precompute.staging import Staging
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.run_files import Meta, code_log, event_log, staging, step_staging, timed
 # The KNN, A2A and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
@@ -254,7 +255,28 @@ def expire(run: HourRun, settings: Settings) -> Meta:
         kept_from = run.interval_start - timedelta(hours=run.params.code_log_retention_hours)
         meta["expired_code_log_hours"] = code_log(settings, run).prune(kept_from)
         meta["expired_score_log_hours"] = code_log(settings, run).score_log.prune(kept_from)
+        meta["expired_failed_staging"] = expire_failed_staging(store, settings.staging_root, kept_from)
     return meta
+
+
+# Run records looked through for failed runs' staging: at one run an hour, weeks of them.
+FAILED_STAGING_SCAN = 1000
+
+
+def expire_failed_staging(store: FeatureStore, staging_root: str, before: datetime) -> int:
+    """Delete the staging of failed runs for hours before ``before``, and count the runs whose staging went.
+
+    A failed run keeps its staged tables for a retry to reuse (:func:`fail`); past the code log's retention a
+    retry could no longer rebuild the hour anyway, so they would only fill the disk.
+    """
+    expired = 0
+    for record in store.recent_runs(FAILED_STAGING_SCAN):
+        if record.status == "failed" and record.interval_start < before:
+            folder = Staging(staging_root, record.run_id)
+            if folder.exists():
+                folder.cleanup()
+                expired += 1
+    return expired
 
 
 def finish(
