@@ -179,7 +179,8 @@ class MemoryTiers:
         at = np.minimum(np.searchsorted(self.count_keys, keys), len(self.count_keys) - 1)
         pair_counts = np.where((self.count_keys[at] == keys)[:, None], self.pair_counts[at], 0)
         exposure = np.concatenate([np.repeat(self.user_counts[user][None], n, axis=0), pair_counts], axis=1)
-        return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask, a2a, a2a_mask, exposure)
+        no_cohort = np.zeros(n, bool)  # every bench user has counters: the cohort tier never feeds
+        return TierBatchRead(pair, pair_mask, agg, agg_mask, knn, knn_mask, a2a, a2a_mask, exposure, no_cohort)
 
 
 Timed = Callable[[int, np.ndarray], tuple[float, float, float, bool]]  # total, read, model seconds; failed

@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--world", help="a world already under SOLARIS_DATA_DIR/worlds (e.g. imported MovieLens)")
     source.add_argument("--log", type=Path, help="an event log folder")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one replay per seed (world and training)")
-    for name in ("top_fraction", "ttl_hours"):
+    for name in ("top_fraction", "ttl_hours", "cohorts", "cohort_items"):
         flag, options = cli_option(name)
         p.add_argument(flag, **options)
     p.add_argument(
@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         seeds=tuple(args.seeds),
         top_fraction=args.top_fraction,
         ttl_hours=args.ttl_hours,
+        cohorts=args.cohorts,
+        cohort_items=args.cohort_items,
         out=args.out,
         sweep=not args.no_sweep,
         speculation=not args.no_speculation,

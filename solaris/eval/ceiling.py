@@ -1,8 +1,9 @@
 """The most of a span any user-keyed tier can cover: impressions of users the hourly run could know.
 
-Every tier is keyed by the user (pair, A2A and aggregate by the user's own codes, the neighbour tier by the
-user's neighbour row), and the run before an hour knows a user only from a request or a sign-up before that
-hour. An impression in a user's first hour is therefore out of every tier's reach, whatever the budget.
+The pair, A2A and aggregate tiers are keyed by the user's own codes, the neighbour tier by the user's
+neighbour row, and the run before an hour knows a user only from a request or a sign-up before that hour. An
+impression in a user's first hour is therefore out of their reach, whatever the budget: only the new-user
+cohort tier, keyed by side features (:mod:`solaris.enrichment.cohorts`), can feed it.
 """
 
 from __future__ import annotations

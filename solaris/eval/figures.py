@@ -7,10 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from solaris.models.features import FEEDING_ORDER
+from solaris.enrichment.tiers import FED_BY
 
-# coverage["a2a"] is the share fed by pair OR a2a, and so on down the feeding order
-CUMULATIVE_TIERS = FEEDING_ORDER
+# coverage["a2a"] is the share fed by pair OR a2a, and so on down the feeding order, the cohort code last
+CUMULATIVE_TIERS = FED_BY
 SWEEP_FRACTIONS = (0.05, 0.1, 0.2, 0.4)  # the top_fraction sweep the issue asks for
 
 

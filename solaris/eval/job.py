@@ -29,6 +29,8 @@ class ReplayRequest:
     seeds: tuple[int, ...] = (0,)
     top_fraction: float = PrecomputeParams.top_fraction
     ttl_hours: int = PrecomputeParams.ttl_hours
+    cohorts: int = PrecomputeParams.cohorts
+    cohort_items: int = PrecomputeParams.cohort_items
     out: Path | None = None
     sweep: bool = True
     speculation: bool = True  # compare the selectors at equal FM budgets
@@ -46,7 +48,10 @@ class ReplayRequest:
             raise ValueError("a replay needs exactly one of preset, world or log")
         if not self.seeds:
             raise ValueError("a replay needs at least one seed")
-        PrecomputeParams(top_fraction=self.top_fraction, ttl_hours=self.ttl_hours)  # bounds, named on error
+        PrecomputeParams(  # bounds, named on error
+            top_fraction=self.top_fraction, ttl_hours=self.ttl_hours, cohorts=self.cohorts,
+            cohort_items=self.cohort_items,
+        )
 
     @property
     def name(self) -> str:
@@ -73,6 +78,8 @@ def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: R
         seed=seed,
         top_fraction=request.top_fraction,
         ttl_hours=request.ttl_hours,
+        cohorts=request.cohorts,
+        cohort_items=request.cohort_items,
         sweep=base.sweep if request.sweep else (),
         speculation=base.speculation if request.speculation else (),
         sweep_warmup_hours=request.sweep_warmup_hours,

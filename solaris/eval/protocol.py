@@ -16,7 +16,7 @@ FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the p
 # The same at the impression's position: what a VM fed the hour's code and the position could reach at most
 # from the pair code alone; why the SOLARIS rows can stand above "FM as precomputed".
 FM_HOURLY_POSITIONED = "FM as precomputed, at served position (ablation)"
-ALL_TIERS = "SOLARIS +knn"  # the SOLARIS VM that sees every tier: the last rung of eval.variants' tier ladder
+ALL_TIERS = "SOLARIS +cohort"  # the SOLARIS VM that sees every tier: the last rung of eval.variants' tier ladder
 
 _SERVED_FM = {
     "daily": (
@@ -44,10 +44,11 @@ BASE_VM_INPUTS = (
 )
 
 
-def protocol(fm_refresh: str, skipped_vms: dict[str, str]) -> dict[str, object]:
+def protocol(fm_refresh: str, skipped_vms: dict[str, str], precompute: dict[str, object]) -> dict[str, object]:
     """What ``report.json`` states: the cadence, which FM the transfer ratio divides by, what the base VM sees,
-    and the configured VMs the log could not judge (with why)."""
+    the configured VMs the log could not judge (with why), and the main run's precompute parameters."""
     return {
+        "precompute": precompute,
         "vms_left_out": skipped_vms,
         "base_vm": BASE_VM_INPUTS,
         "fm_refresh": check_fm_refresh(fm_refresh),

@@ -50,6 +50,8 @@ class ReplayConfig:
     fractions: tuple[float, float, float] = (0.5, 0.3, 0.2)  # train, logging, eval
     top_fraction: float = PrecomputeParams.top_fraction
     ttl_hours: int = PrecomputeParams.ttl_hours
+    cohorts: int = PrecomputeParams.cohorts
+    cohort_items: int = PrecomputeParams.cohort_items
     shadow_hours: int = PrecomputeParams.shadow_hours  # a refreshed FM is written in shadow this long first
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
     speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
@@ -69,7 +71,8 @@ class ReplayConfig:
         paper's speculation; selectors are compared in their own arms."""
         return {
             "selector": "verifier", "top_fraction": top_fraction, "ttl_hours": self.ttl_hours,
-            "shadow_hours": self.shadow_hours, "shards": 1, "device": self.device,
+            "cohorts": self.cohorts, "cohort_items": self.cohort_items, "shadow_hours": self.shadow_hours,
+            "shards": 1, "device": self.device,
         }  # fmt: skip
 
 
@@ -188,7 +191,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         users_known=known_user_share(log, spans.eval),
         per_vm={spec.name: judged[spec.name].figures(spec) for spec in vms},
         seconds=replay.seconds,
-        protocol=protocol(config.fm_refresh, skipped_vms),
+        protocol=protocol(config.fm_refresh, skipped_vms, config.precompute_params(config.top_fraction)),
         fm_versions=[c.as_dict() for c in chains],
     )
 

@@ -3,6 +3,8 @@
 Every variant starts from a first-stage VM trained on the training span and is refreshed on the same
 served hours with the same fit settings, so all are equally fresh. The SOLARIS variants differ only in
 the embedding tiers they may see (the others are zeroed, flag included) and in the distillation target.
+The new-user cohort code feeds the pair input (:mod:`solaris.enrichment.cohorts`): a variant without it sees
+the pair input zeroed on the rows it fed.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from solaris.enrichment.tiers import COHORT, FED_BY
 from solaris.eval.events import ServedEvents
 from solaris.eval.protocol import ALL_TIERS
-from solaris.models.features import FEEDING_ORDER
 from solaris.models.training import FitConfig, refresh_vm
 from solaris.models.vm import TIERS, VerticalModel, score, tier_columns
 
@@ -34,7 +36,7 @@ class Variant:
 def _tier_ladder() -> tuple[Variant, ...]:
     """SOLARIS VMs that see the tiers of the feeding order cumulatively (``SOLARIS pair``, ``SOLARIS +a2a``,
     ...): two neighbours differ by one tier only, so their NE difference is that tier's contribution."""
-    first, *rest = FEEDING_ORDER
+    first, *rest = FED_BY
     ladder = [Variant(f"SOLARIS {first}", "solaris", (first,), False)]
     for tier in rest:
         ladder.append(Variant(f"SOLARIS +{tier}", "solaris", (*ladder[-1].tiers, tier), False))
@@ -44,13 +46,13 @@ def _tier_ladder() -> tuple[Variant, ...]:
 TIER_LADDER = _tier_ladder()
 # The ladder adds A2A before the aggregate; this ablation drops it from the full set, so the report also
 # shows what A2A adds once every other tier is there (labelled an ablation: never the headline).
-WITHOUT_A2A = Variant("SOLARIS all but a2a (ablation)", "solaris", tuple(t for t in TIERS if t != "a2a"), False)
+WITHOUT_A2A = Variant("SOLARIS all but a2a (ablation)", "solaris", tuple(t for t in FED_BY if t != "a2a"), False)
 VARIANTS = (
     Variant("VM base", "base", (), False),
     Variant("VM distilled", "distilled", (), True),
     *TIER_LADDER,
     WITHOUT_A2A,
-    Variant("SOLARIS all+distill", "solaris_distilled", TIERS, True),
+    Variant("SOLARIS all+distill", "solaris_distilled", FED_BY, True),
 )
 # (tier, the variant without it, the variant with it): the base VM stands for "no tier" before the first.
 TIER_STEPS = tuple(
@@ -75,6 +77,8 @@ def inputs(v: Variant, events: ServedEvents, code_dim: int) -> np.ndarray:
     for tier in TIERS:
         if tier not in v.tiers:
             x[:, tier_columns(code_dim, tier)] = 0.0
+    if "cohort" not in v.tiers:
+        x[events.tiers == COHORT, tier_columns(code_dim, "pair")] = 0.0
     return x
 
 

@@ -65,12 +65,13 @@ class FoundationModel(nn.Module):
         self.position_bias = nn.Embedding(config.max_position, len(TASKS))
         shrink_embeddings(self)
 
-    def outputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(interaction embedding, logits per task) for a packed input matrix."""
+    def outputs(self, x: torch.Tensor, new_users: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(interaction embedding, logits per task) for a packed input matrix; ``new_users``: every user id
+        as one the FM never trained on (its unknown row, the user's side features), as for a new user."""
         n, h, d = x.shape[0], self.config.history, self.config.id_dim
         user_rows, item_rows = self.user.rows(x[:, 0]), self.item.rows(x[:, 1])
         hour = self.hour(x[:, 2].long().clamp(0, 23))
-        u, i = self.user(user_rows), self.item(item_rows)
+        u, i = self.user(user_rows, as_unknown=new_users), self.item(item_rows)
 
         n_base, n_counts = len(BASE_COLUMNS), len(exposure.columns())
         counts = self.exposure(x[:, n_base : n_base + n_counts])
@@ -124,15 +125,18 @@ class Embedded:
     probs: np.ndarray  # (n, 2) float32: click, conversion
 
 
-def embed(model: FoundationModel, matrix: np.ndarray, batch_size: int = 8192, device: str = "auto") -> Embedded:
-    """Embed pairs in batches: CUDA with bf16 autocast when present, CPU fp32 otherwise, same code path."""
+def embed(
+    model: FoundationModel, matrix: np.ndarray, batch_size: int = 8192, device: str = "auto", new_users: bool = False
+) -> Embedded:
+    """Embed pairs in batches: CUDA with bf16 autocast when present, CPU fp32 otherwise, same code path
+    (``new_users``: see :meth:`FoundationModel.outputs`)."""
     dev = resolve_device(device)
     model = model.to(dev).eval()
     embeddings, probs = [], []
     with torch.inference_mode(), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
         for start in range(0, matrix.shape[0], batch_size):
             x = torch.as_tensor(matrix[start : start + batch_size], dtype=torch.float32, device=dev)
-            emb, logits = model.outputs(x)
+            emb, logits = model.outputs(x, new_users)
             embeddings.append(emb.float().cpu().numpy())
             probs.append(torch.sigmoid(logits.float()).cpu().numpy())
     dim = model.config.embedding_dim

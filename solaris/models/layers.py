@@ -47,10 +47,11 @@ class SideEmbedding(nn.Module):
         rows = self.rows(torch.as_tensor(np.asarray(ids, dtype=np.int64), device=self.trained.device))
         return self.trained[rows].cpu().numpy()
 
-    def forward(self, rows: torch.Tensor) -> torch.Tensor:
+    def forward(self, rows: torch.Tensor, as_unknown: bool = False) -> torch.Tensor:
+        """``as_unknown``: every id takes the unknown row, with its own side features (a user new to the model)."""
         if self.training:
             self.trained[rows] = True
-        known = self.trained[rows]
+        known = torch.zeros_like(rows, dtype=torch.bool) if as_unknown else self.trained[rows]
         if self.training and self.id_dropout > 0:
             known = known & (torch.rand(rows.shape, device=rows.device) >= self.id_dropout)
         out = self.ids(torch.where(known, rows, torch.zeros_like(rows)))

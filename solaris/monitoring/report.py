@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from mlflow import MlflowClient
 
-from solaris.precompute.quality import TIERS
+from solaris.enrichment.tiers import FED_BY
 from solaris.precompute.summary import COVERAGE, EXPERIMENT
 from solaris.store.base import FeatureStore, RunRecord, TableStats
 from solaris.tracking.registry import PinnedVersions, resolve_champions
@@ -214,7 +214,7 @@ def coverage_by_hour(runs: Sequence[RunHealth], t: datetime, hours: int) -> list
     for run in runs:
         hour = run.record.interval_start - HOUR
         if t - hours * HOUR <= hour < t and "coverage_any" in run.figures:
-            shares = {tier: run.figures.get(f"coverage_{tier}", 0.0) for tier in (*TIERS, "any")}
+            shares = {tier: run.figures.get(f"coverage_{tier}", 0.0) for tier in (*FED_BY, "any")}
             points.setdefault(hour, CoveragePoint(hour, shares))
     return [points[h] for h in sorted(points)]
 

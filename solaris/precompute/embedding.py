@@ -46,17 +46,17 @@ def embed_codes(
     at: datetime,
     batch_size: int = 4096,
     device: str = "auto",
+    new_users: bool = False,
 ) -> np.ndarray:
-    """AE codes ``[n, code_dim]`` float32 of the FM embeddings of the pairs as of ``at``."""
+    """AE codes ``[n, code_dim]`` float32 of the FM embeddings of the pairs as of ``at`` (``new_users``: each
+    user as one the FM never saw, :meth:`~solaris.models.fm.FoundationModel.outputs`)."""
     users = np.asarray(user_ids, dtype=np.int64)
     items = np.asarray(item_ids, dtype=np.int64)
     if users.shape != items.shape:
         raise ValueError(f"user_ids {users.shape} and item_ids {items.shape} differ in shape")
     ts = np.full(len(users), to_micros(at, "at"), dtype=np.int64)
-    codes = [
-        compress(ae, embed(fm, _inputs(fm, index, users, items, ts, s, batch_size), batch_size, device).embedding)
-        for s in range(0, len(users), batch_size)
-    ]
+    batches = (_inputs(fm, index, users, items, ts, s, batch_size) for s in range(0, len(users), batch_size))
+    codes = [compress(ae, embed(fm, x, batch_size, device, new_users).embedding) for x in batches]
     return np.concatenate(codes) if codes else np.zeros((0, ae.config.code_dim), np.float32)
 
 

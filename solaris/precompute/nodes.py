@@ -35,8 +35,9 @@ from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.staging import Staging
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.run_files import Meta, code_log, event_log, staging, step_staging, timed
-# The KNN, A2A and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
+# The KNN, A2A, cohort and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
 from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
+from solaris.precompute.cohort_codes import cohorts
 from solaris.precompute.exposures import exposures  # noqa: F401  (a step)
 from solaris.precompute.shadow import shadow_coverage, shadow_gate, shadowed  # noqa: F401  (steps)
 from solaris.store import FeatureStore, open_configured_store
@@ -333,6 +334,7 @@ shadow_aggregates = shadowed(aggregates)
 shadow_user_vectors = shadowed(user_vectors)
 shadow_neighbours = shadowed(neighbours)
 shadow_item_neighbours = shadowed(item_neighbours)
+shadow_cohorts = shadowed(cohorts)
 
 
 def hour_run(meta: Meta) -> HourRun:

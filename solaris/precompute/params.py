@@ -92,6 +92,10 @@ class PrecomputeParams:
     # tier covered 47 / 63 / 81 / 90 / 95% of candidate rows at k 1 / 2 / 5 / 10 / 20: it saturates by 20,
     # and a larger k only costs serving reads.
     a2a_k: int = knob(20, "similar items kept per item (A2A tier)", minimum=1)
+    # The cohort tier (solaris.enrichment.cohorts): cohorts x items FM calls an hour, outside fm_budget, for the
+    # users no other tier can reach, in their first hour. 0 turns it off.
+    cohorts: int = knob(32, "side-feature cohorts of recent users given new-user codes each hour", minimum=0)
+    cohort_items: int = knob(200, "most-shown items each cohort gets a new-user code for", minimum=0)
     # Impressions read for the FM's history and exposure counts (its longest count window is 72 h).
     history_hours: int = knob(168, "hours of impressions the FM reads as history", minimum=1)
     # The code log's readers look back at most ``window_hours`` (the user aggregates), ``ttl_hours`` (the

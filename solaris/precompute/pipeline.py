@@ -128,17 +128,20 @@ PRECOMPUTE = Pipeline(
         Step("neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)),
         # The A2A tier's item neighbours: among the items with fresh pair codes, this run's included.
         Step("item_neighbours", after=("neighbours",)),
+        # New-user codes of the recent users' side-feature cohorts (solaris.enrichment.cohorts).
+        Step("cohorts", after=("item_neighbours",)),
         # The challenger awaiting promotion, if any: the same selected pairs and the same tiers, with its
         # versions (each step a no-op without one). Its writers follow the champion's, one at a time.
         Step(
             "shadow_embed_shard", after=("select",), reads=(SELECTED, HISTORY), writes=(SHADOW_CODES,), per_shard=True
         ),
-        Step("shadow_write_pairs", after=("shadow_coverage", "shadow_embed_shard", "item_neighbours"), reads=(SHADOW_CODES,)),
+        Step("shadow_write_pairs", after=("shadow_coverage", "shadow_embed_shard", "cohorts"), reads=(SHADOW_CODES,)),
         Step("shadow_aggregates", after=("shadow_write_pairs",)),
         Step("shadow_user_vectors", after=("shadow_write_pairs",), writes=(SHADOW_USER_VECTORS,)),
         Step("shadow_neighbours", after=("shadow_aggregates", "shadow_user_vectors"), reads=(SHADOW_USER_VECTORS,)),
         Step("shadow_item_neighbours", after=("shadow_neighbours",)),
-        Step("expire", after=("shadow_item_neighbours",)),
+        Step("shadow_cohorts", after=("shadow_item_neighbours",)),
+        Step("expire", after=("shadow_cohorts",)),
         # Promotes the challenger once it has been written ``shadow_hours``, or refuses it (:mod:`.shadow`).
         Step("shadow_gate", after=("expire",)),
     )

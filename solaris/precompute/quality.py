@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
-from solaris.enrichment.tiers import feeding_tier, marginal_coverage, tier_values
-from solaris.models.features import FEEDING_ORDER, TIERS
+from solaris.enrichment.cohorts import log_cohorts
+from solaris.enrichment.tiers import FED_BY, feeding_tier, marginal_coverage, presence
 from solaris.models.metrics import auc
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.ranking import pair_keys
@@ -122,7 +122,7 @@ def coverage(
     store: FeatureStore, version: str, log: EventLog, interval_start: datetime, fm_calls: int | None = None
 ) -> dict[str, float]:
     """Per tier, the share of the last hour's served pairs it covered (``coverage_<tier>``), ``_any``, and
-    ``coverage_first_<tier>``: the share it fed first, in :data:`~solaris.models.features.FEEDING_ORDER`.
+    ``coverage_first_<tier>``: the share it fed first, in :data:`~solaris.enrichment.tiers.FED_BY`.
 
     ``covered_pair_candidates``: the hour's (request, candidate) rows with a fresh pair code. Given
     ``fm_calls``, the FM calls made for that hour (the pairs the previous run wrote, ``previous_pairs`` of
@@ -133,11 +133,11 @@ def coverage(
     users, items = requested_pairs(log, interval_start - HOUR, interval_start)
     found: dict[str, float] = {"served_pairs": len(users)}
     if not len(users):
-        found |= {f"coverage_{tier}": 0.0 for tier in (*TIERS, "any")}
-        found |= {f"coverage_first_{tier}": 0.0 for tier in FEEDING_ORDER}
+        found |= {f"coverage_{tier}": 0.0 for tier in (*FED_BY, "any")}
+        found |= {f"coverage_first_{tier}": 0.0 for tier in FED_BY}
         return found | efficiency(0, fm_calls)
-    read = store.read_tiers_batch(version, users, items, interval_start - INSTANT)
-    masks = {tier: mask for tier, (_, mask) in tier_values(read).items()}
+    read = store.read_tiers_batch(version, users, items, interval_start - INSTANT, cohorts=log_cohorts(log, users))
+    masks = presence(read)
     found |= {f"coverage_{tier}": float(mask.mean()) for tier, mask in masks.items()}
     found["coverage_any"] = float(np.logical_or.reduce(list(masks.values())).mean())
     found |= {f"coverage_first_{tier}": share for tier, share in marginal_coverage(feeding_tier(read)).items()}

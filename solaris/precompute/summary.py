@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 import mlflow
 
 from solaris.config import Settings
-from solaris.models.features import TIERS
+from solaris.enrichment.tiers import FED_BY
 from solaris.precompute.pipeline import OPEN, PRECOMPUTE, SHADOW
 from solaris.precompute.spec import HourRun
 from solaris.tracking import registry
 
 EXPERIMENT = "solaris-precompute"
-COVERAGE = (*(f"coverage_{tier}" for tier in TIERS), "coverage_any", "hit_rate")
+COVERAGE = (*(f"coverage_{tier}" for tier in FED_BY), "coverage_any", "hit_rate")
 # Efficiency (solaris.precompute.quality): hit rate while fresh and the selector's AUC of the run whose pairs
 # just expired, FM calls per candidate row the pair tier covered. A run may lack one (nothing to measure).
 EFFICIENCY = ("hit_rate_ttl", "requested_auc", "fm_calls_per_covered_candidate")

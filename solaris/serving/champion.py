@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 
+from solaris.enrichment.cohorts import CohortLookup
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, PinnedVersions
@@ -31,6 +32,8 @@ NO_SUCH_ALIAS = frozenset(ErrorCode.Name(code) for code in (INVALID_PARAMETER_VA
 class ServingModel:
     vm: VerticalModel
     pinned: PinnedVersions
+    # The VM's users as cohort keys (the store's new-user cohort tier), built with the model, off the request path.
+    cohorts: CohortLookup = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.vm.config.uses_embeddings:
@@ -38,6 +41,7 @@ class ServingModel:
                 f"{self.pinned.vm_model} version {self.pinned.vm} is a {self.vm.config.variant} VM: it reads no embeddings"
             )
         check_embedding_version(self.pinned.embedding_version, self.vm.config.embedding_version, f"VM {self.pinned.vm}")
+        object.__setattr__(self, "cohorts", CohortLookup(self.vm.user))
 
     @property
     def code_dim(self) -> int:

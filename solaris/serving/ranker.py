@@ -121,7 +121,8 @@ class Ranker:
         started = time.perf_counter()
         model = self.model  # one reference for the whole batch: VM and embedding version stay together
         if self.store_timeout_s is None:
-            read, failure = self.store.read_tiers_batch(model.pinned.embedding_version, user_ids, item_ids, t), None
+            version, cohorts = model.pinned.embedding_version, model.cohorts(user_ids)
+            read, failure = self.store.read_tiers_batch(version, user_ids, item_ids, t, cohorts=cohorts), None
         elif self.store.local_reads:
             read, failure = self._read_here(model, user_ids, item_ids, t)
         else:
@@ -153,8 +154,8 @@ class Ranker:
     ) -> tuple[TierBatchRead | None, str | None]:
         """A local store's read on this thread, interrupted past the timeout."""
         try:
-            version = model.pinned.embedding_version
-            return self.store.read_tiers_batch(version, users, items, t, timeout_s=self.store_timeout_s), None
+            version, cohorts = model.pinned.embedding_version, model.cohorts(users)
+            return self.store.read_tiers_batch(version, users, items, t, self.store_timeout_s, cohorts), None
         except StoreReadTimeout:
             return None, "timeout"
         except Exception:
@@ -165,7 +166,10 @@ class Ranker:
         if not self._read_slots.acquire(blocking=False):
             return None
         try:
-            future = self._pool.submit(self.store.read_tiers_batch, model.pinned.embedding_version, users, items, t)
+            cohorts = model.cohorts(users)
+            future = self._pool.submit(
+                self.store.read_tiers_batch, model.pinned.embedding_version, users, items, t, cohorts=cohorts
+            )
         except BaseException:
             self._read_slots.release()
             raise

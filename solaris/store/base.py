@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -84,6 +84,16 @@ class TierBatchRead:
     # [n, 2 * len(exposure.WINDOWS_H)] float32 raw impression counts before the counters' ``created_at``: the
     # user's per window, then the pair's (exposure.columns()); zeros where the store holds no counters
     exposure: np.ndarray
+    # [n] bool: ``pair`` holds the code of the user's side-feature cohort, the FM's code for a user it has
+    # never seen (solaris.enrichment.cohorts), where the user has no counters and no pair code (pair_mask False)
+    cohort_mask: np.ndarray
+
+    def with_cohort(self, rows: np.ndarray, codes: np.ndarray, found: np.ndarray) -> TierBatchRead:
+        """This read with ``codes`` (one per index of ``rows``) in the pair slot of the ``rows`` where ``found``."""
+        at = np.asarray(rows)[np.asarray(found, bool)]
+        pair, mask = self.pair.copy(), np.zeros(len(self.pair_mask), bool)
+        pair[at], mask[at] = codes[np.asarray(found, bool)], True
+        return replace(self, pair=pair, cohort_mask=mask)
 
     def row_for_user(self) -> TierRead:
         """The single-user view; valid when every row belongs to the same user."""
@@ -268,10 +278,20 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def read_tiers_batch(
-        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
+        self,
+        version: str,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        t: datetime,
+        timeout_s: float | None = None,
+        cohorts: np.ndarray | None = None,
     ) -> TierBatchRead:
         """Every tier for each (user, item) pair, fresh at ``t`` (``created_at <= t < expires_at``); ``timeout_s``
         only where ``local_reads`` (past it, :class:`StoreReadTimeout`).
+
+        Given ``cohorts`` (each row's user's cohort key, :mod:`solaris.enrichment.cohorts`), a row whose user
+        has no exposure counters and no pair code of its own gets its cohort's fresh code for the item in the
+        pair slot (``cohort_mask``), read in a second round trip made only when such rows exist.
 
         The neighbour tier for pair (u, i) is ``sum_j s_j * pair(j, i) / sum_j s_j`` over u's fresh
         neighbours j with similarity ``s_j > 0`` that have a fresh pair (j, i); its mask is true iff at

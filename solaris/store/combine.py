@@ -163,7 +163,7 @@ def assemble(index: PairIndex, rows: TierRows, listed: ItemLists, dim: int, dtyp
     row_user = index.user_rank[row]
     return TierBatchRead(
         pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row], a2a[row],
-        a2a_mask[row], np.concatenate([user_counts[row_user], pair_counts[row]], axis=1),
+        a2a_mask[row], np.concatenate([user_counts[row_user], pair_counts[row]], axis=1), np.zeros(len(row), bool),
     )
 
 

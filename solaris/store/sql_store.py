@@ -9,6 +9,7 @@ and how bulk writes and expiry run.
 from __future__ import annotations
 
 import json
+import time
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -18,6 +19,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from solaris.embedding_version import embedding_version
+from solaris.exposure import WINDOWS_H
 from solaris.store import validate
 from solaris.store.base import (
     RUN_STATUSES,
@@ -26,11 +28,13 @@ from solaris.store.base import (
     FeatureStore,
     RunRecord,
     StoreError,
+    StoreReadTimeout,
     TableStats,
     TierBatchRead,
 )
 from solaris.store.codec import MICROS_PER_HOUR, encode_lists, from_micros, to_micros
-from solaris.store.combine import PairIndex, TierRows, assemble
+from solaris.store.cohorts import new_user_rows, prototype_ids
+from solaris.store.combine import ItemLists, PairIndex, TierRows, assemble
 from solaris.store.item_lists import ItemListCache
 from solaris.store.readers import ReaderConnections
 from solaris.store.sqlfiles import load_sql, statements
@@ -238,19 +242,41 @@ class SqlFeatureStore(FeatureStore):
         return PairIndex.build(users, items)
 
     def read_tiers_batch(
-        self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime, timeout_s: float | None = None
+        self,
+        version: str,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        t: datetime,
+        timeout_s: float | None = None,
+        cohorts: np.ndarray | None = None,
     ) -> TierBatchRead:
         if timeout_s is not None and not self.local_reads:
             raise ValueError(f"{self.dialect} reads wait on a network: bound them from another thread, not timeout_s")
+        started = time.monotonic()
         ver = self.get_embedding_version(version)
         index = self._request(user_ids, item_ids)
+        keys = None if cohorts is None else validate.ids(cohorts, "cohorts", len(index.inverse))
         params = {"version": version, "t": to_micros(t, "t")} | self._pairs_param(index)
         with self._readers.connection() as conn:
             rows = self._read_tier_rows(conn, params, timeout_s)
             listed = self._item_lists.lists_at(
                 version, rows.list_generation(), index.items, params["t"], lambda: self._read_item_lists(conn, version)
             )
-        return assemble(index, rows, listed, ver.dim, ver.dtype)
+            read = assemble(index, rows, listed, ver.dim, ver.dtype)
+            if keys is None:
+                return read
+            new = np.flatnonzero(new_user_rows(read.exposure[:, : len(WINDOWS_H)], read.pair_mask))
+            if not len(new):
+                return read
+            cohort_index = self._request(prototype_ids(keys[new]), np.asarray(item_ids, np.int64)[new])
+            cohort_params = params | self._pairs_param(cohort_index)
+            left = None if timeout_s is None else max(timeout_s - (time.monotonic() - started), 0.0)
+            try:
+                cohort_rows = self._read_tier_rows(conn, cohort_params, left)
+            except StoreReadTimeout:
+                return read  # the tiers read in time still serve; only the cohort codes are lost
+        found = assemble(cohort_index, cohort_rows, ItemLists.empty(), ver.dim, ver.dtype)
+        return read.with_cohort(new, found.pair, found.pair_mask)
 
     def fresh_pairs(self, version: str, user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
         self.get_embedding_version(version)

@@ -19,6 +19,7 @@ from mlflow import MlflowClient
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
+from solaris.data.schema import ITEM_FEATURE_PREFIX, USER_FEATURE_PREFIX
 from solaris.models import metrics
 from solaris.models.autoencoder import AEConfig, Autoencoder
 from solaris.models.cost import flops_per_pair, parameter_count
@@ -82,8 +83,8 @@ class World:
             log=log,
             split=TimeSplit.from_hours(hours, fractions, f"event log {log.root}"),
             index=HistoryIndex.from_table(log.impressions(log.start, log.end, HISTORY_COLUMNS)),
-            users=IdTable.from_table(log.users(), "user_id", "u_"),
-            items=IdTable.from_table(log.items(), "item_id", "i_"),
+            users=IdTable.from_table(log.users(), "user_id", USER_FEATURE_PREFIX),
+            items=IdTable.from_table(log.items(), "item_id", ITEM_FEATURE_PREFIX),
         )
 
 

@@ -14,11 +14,12 @@ import pytest
 
 from solaris.cli import main
 from solaris.config import Settings
+from solaris.enrichment.tiers import FED_BY
 from solaris.eval.figures import ReplayReport
 from solaris.eval.job import EXPERIMENT
 from solaris.embedding_version import parse_embedding_version
 from solaris.eval.report import INVARIANTS, check_invariants
-from solaris.models.features import FEEDING_ORDER, ts_micros
+from solaris.models.features import ts_micros
 from solaris.serving.servedlog import read_served
 from solaris.store.codec import to_micros
 from solaris.precompute.params import PrecomputeParams
@@ -51,9 +52,9 @@ def test_the_report_holds_its_invariants(replayed: tuple[Settings, ReplayReport]
     assert check_invariants(report) == []
     assert report.model("VM base").transfer_ratio == 0
     for hour in report.hours:
-        shares = [hour.coverage[t] for t in FEEDING_ORDER]
+        shares = [hour.coverage[t] for t in FED_BY]
         assert shares == sorted(shares)
-        assert list(hour.coverage_marginal) == list(FEEDING_ORDER)
+        assert list(hour.coverage_marginal) == list(FED_BY)
         assert list(hour.coverage_marginal.values()) == pytest.approx(list(np.diff([0.0, *shares])))
     sweep = sorted(report.sweep, key=lambda p: p.top_fraction)
     assert [p.top_fraction for p in sweep] == [0.05, 0.1, 0.2, 0.4]
@@ -65,7 +66,7 @@ def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, R
     names = [m.name for m in report.models]
     assert names == [
         "FM", "FM as precomputed", "FM as precomputed, at served position (ablation)", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +a2a", "SOLARIS +agg",
-        "SOLARIS +knn", "SOLARIS all but a2a (ablation)", "SOLARIS all+distill",
+        "SOLARIS +knn", "SOLARIS +cohort", "SOLARIS all but a2a (ablation)", "SOLARIS all+distill",
     ]  # fmt: skip
     assert {h.span for h in report.hours} == {"logging", "eval"}
 
@@ -94,6 +95,7 @@ def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replay
     assert all(p.ne_ci95 and p.ne_gain_ci95 for p in report.sweep)
     assert report.protocol["fm_refresh"] == "daily" and "fine-tuned daily" in report.protocol["fm_reference"]
     assert report.protocol["vms_left_out"] == {}  # the tiny world has clicks and conversions
+    assert report.protocol["precompute"]["cohort_items"] == PrecomputeParams.cohort_items
     assert report.invariants == {"checked": list(INVARIANTS), "violated": []}
 
 
@@ -115,12 +117,12 @@ def test_each_tier_reports_its_marginal_coverage_and_ne_contribution(replayed: t
     with a paired interval; the A2A tier feeds served pairs on the tiny world."""
     report = replayed[1]
     contributions = report.tier_contributions
-    assert [c.tier for c in contributions] == list(FEEDING_ORDER) == list(report.coverage_marginal)
+    assert [c.tier for c in contributions] == list(FED_BY) == list(report.coverage_marginal)
     for c in contributions:
         assert c.ne_gain == pytest.approx(report.model(c.without).ne - report.model(c.with_tier).ne)
         assert c.ne_gain_ci95[0] <= c.ne_gain <= c.ne_gain_ci95[1], c.tier
         assert c.coverage_marginal == report.coverage_marginal[c.tier]
-    assert contributions[0].without == "VM base" and contributions[-1].with_tier == "SOLARIS +knn"
+    assert contributions[0].without == "VM base" and contributions[-1].with_tier == "SOLARIS +cohort"
     assert report.coverage_marginal["a2a"] > 0
 
 
@@ -214,7 +216,7 @@ def test_a_refreshed_fm_is_written_in_shadow_first_and_no_hour_loses_ten_points_
     vm = client.get_model_version_by_alias(LEAD.registered_name, CHAMPION)
     assert vm.tags["embedding_version"] == refreshed["embedding_version"] and vm.tags[SHADOW] == "promoted"
     assert "within 10 points below" in vm.tags["promotion"]
-    all_tiers = [hour.coverage[FEEDING_ORDER[-1]] for hour in report.hours]
+    all_tiers = [hour.coverage[FED_BY[-1]] for hour in report.hours]
     assert min(np.diff(all_tiers)) >= -0.10
     at = [datetime.fromisoformat(hour.hour) for hour in report.hours].index(first_serving)
     # Its pair tier as full as the hours before (a cold start halves it: 0.71 -> 0.31 on this world, measured).

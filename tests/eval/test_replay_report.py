@@ -51,6 +51,7 @@ NE = {
     "SOLARIS pair": 0.870,
     "SOLARIS +agg": 0.866,
     "SOLARIS +knn": 0.858,
+    "SOLARIS +cohort": 0.857,
     "SOLARIS all+distill": 0.855,
 }
 
@@ -82,7 +83,8 @@ def make_report(seed: int = 0) -> ReplayReport:
             hour=(START + timedelta(hours=i)).isoformat(),
             span="logging" if i < 3 else "eval",
             served=1000 + i,
-            coverage={"pair": 0.40 + 0.01 * i + jitter, "a2a": 0.7 + jitter, "agg": 0.86 + jitter, "knn": 0.93 + jitter / 2},
+            coverage={"pair": 0.40 + 0.01 * i + jitter, "a2a": 0.7 + jitter, "agg": 0.86 + jitter, "knn": 0.93 + jitter / 2,
+                      "cohort": 0.95 + jitter / 2},
             hit_rate=None if i == 0 else 0.6 + 0.02 * i,
             fm_calls=200 + 10 * i,
             staleness_hours_mean=None if i == 0 else 1.5 + 0.1 * i,
@@ -99,7 +101,8 @@ def make_report(seed: int = 0) -> ReplayReport:
         scored(
             SweepPoint(
                 top_fraction=f,
-                coverage={"pair": 0.2 + f + jitter, "a2a": 0.25 + f + jitter, "agg": 0.6 + f / 2, "knn": 0.7 + f / 2},
+                coverage={"pair": 0.2 + f + jitter, "a2a": 0.25 + f + jitter, "agg": 0.6 + f / 2, "knn": 0.7 + f / 2,
+                          "cohort": 0.72 + f / 2},
                 ne=0.87 - f / 20 - jitter,
                 transfer_ratio=None,
                 fm_calls_per_served_pair=f * 2,
@@ -179,10 +182,10 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "27.0%" in a2a and "[-0.0020, +0.0040]" in a2a and "nothing measurable" in a2a
     assert "SOLARIS +a2a vs SOLARIS pair" in a2a
     assert "a loss" in _line(text, "+ user aggregate ")  # an interval below 0 is not something a tier adds
-    assert "26.7%" in _line(text, "users known before their hour") and "the most any tier can feed" in text
+    assert "26.7%" in _line(text, "users known before their hour") and "the most a user-keyed tier can feed" in text
     new_items = [line for line in text.splitlines() if line.startswith("new items (12.5%, 2,500)")]
-    assert [next(m for m in ("FM ", "VM base", "VM distilled", "SOLARIS +knn", "SOLARIS all+distill") if m in line) for line in new_items] == [
-        "FM ", "VM base", "VM distilled", "SOLARIS +knn", "SOLARIS all+distill"
+    assert [next(m for m in ("FM ", "VM base", "VM distilled", "SOLARIS +cohort", "SOLARIS all+distill") if m in line) for line in new_items] == [
+        "FM ", "VM base", "VM distilled", "SOLARIS +cohort", "SOLARIS all+distill"
     ]  # fmt: skip
     assert f"{report.model('FM').ne + 0.03:.4f}" in new_items[0]
     assert "too few to score" in _line(text, "new users (1.0%, 200)")
@@ -300,9 +303,9 @@ BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
     ),
     "a tier missing": (
         lambda r: replace(r, hours=[replace(r.hours[0], coverage={"pair": 0.4, "agg": 0.8}), *r.hours[1:]]),
-        "lacks coverage tier(s) a2a, knn",
+        "lacks coverage tier(s) a2a, knn, cohort",
     ),
-    "knn coverage falls in the sweep": (lambda r: _sweep_point(r, 2, knn=0.5), "knn coverage falls"),
+    "every-tier coverage falls in the sweep": (lambda r: _sweep_point(r, 2, cohort=0.5), "cohort coverage falls"),
     "pair coverage falls in the sweep": (lambda r: _sweep_point(r, 3, pair=0.1), "pair coverage falls"),
     "a fraction missing from the sweep": (lambda r: replace(r, sweep=r.sweep[:3]), "fractions [0.05, 0.1, 0.2]"),
     "the requested sweep not run": (lambda r: replace(r, sweep=[]), "fractions [], expected [0.05, 0.1, 0.2, 0.4]"),
@@ -349,15 +352,15 @@ def test_each_broken_invariant_is_named(case: str) -> None:
 
 def test_a_saturated_every_tier_coverage_may_dip_by_a_handful_of_candidates() -> None:
     report = make_report()
-    below = report.sweep[1].coverage["knn"] - SATURATED_DIP
-    assert check_invariants(_sweep_point(report, 2, knn=below + 1e-6)) == []
-    assert "knn coverage falls" in check_invariants(_sweep_point(report, 2, knn=below - 1e-6))[0]
+    below = report.sweep[1].coverage["cohort"] - SATURATED_DIP
+    assert check_invariants(_sweep_point(report, 2, cohort=below + 1e-6)) == []
+    assert "cohort coverage falls" in check_invariants(_sweep_point(report, 2, cohort=below - 1e-6))[0]
     assert "pair coverage falls" in check_invariants(_sweep_point(report, 2, pair=report.sweep[1].coverage["pair"] - 1e-6))[0]
 
 
 def test_every_violation_is_reported_at_once(tmp_path: Path) -> None:
     report = make_report()
-    for case in ("nan deep in the staleness", "agg below pair in one hour", "knn coverage falls in the sweep"):
+    for case in ("nan deep in the staleness", "agg below pair in one hour", "every-tier coverage falls in the sweep"):
         report = BROKEN[case][0](report)
     report = BROKEN["base transfer ratio not 0"][0](report)
 
@@ -388,8 +391,8 @@ def test_seed_spreads_are_mean_and_sample_sd_of_the_inputs() -> None:
         assert s.mean == pytest.approx(statistics.fmean(nes)) and s.sd == pytest.approx(statistics.stdev(nes))
         assert (s.lo, s.hi) == (min(nes), max(nes))
     assert "FM" not in spreads["transfer ratio"]
-    ratios = [r.model("SOLARIS +knn").transfer_ratio for r in reports]
-    assert spreads["transfer ratio"]["SOLARIS +knn"].sd == pytest.approx(statistics.stdev(ratios))
+    ratios = [r.model("SOLARIS +cohort").transfer_ratio for r in reports]
+    assert spreads["transfer ratio"]["SOLARIS +cohort"].sd == pytest.approx(statistics.stdev(ratios))
     for tier in CUMULATIVE_TIERS:
         per_seed = [statistics.fmean(h.coverage[tier] for h in r.hours if h.span == "eval") for r in reports]
         assert spreads["coverage, eval span"][tier].mean == pytest.approx(statistics.fmean(per_seed))

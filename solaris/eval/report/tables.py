@@ -13,10 +13,15 @@ from solaris.eval.report.invariants import check_invariants, no_transfer_reason,
 from solaris.eval.protocol import ALL_TIERS, FM, VM_BASE
 
 SPANS = ("logging", "eval")
-TIER_LABELS = {"pair": "pair", "a2a": "+ similar items (A2A)", "agg": "+ user aggregate", "knn": "+ similar users"}
+TIER_LABELS = {
+    "pair": "pair", "a2a": "+ similar items (A2A)", "agg": "+ user aggregate", "knn": "+ similar users",
+    "cohort": "+ new-user cohort",
+}
 # arXiv 2604.12110, as quoted in issue #7 (the paper names ad-to-ad similarity as future work).
 PAPER_TRANSFER = {"VM distilled": "20-25%", ALL_TIERS: "42-44%", "SOLARIS all+distill": "42-44%"}
-PAPER_COVERAGE = {"pair": "40-50%", "a2a": "future work", "agg": "85-90%", "knn": "about +30% more"}
+PAPER_COVERAGE = {
+    "pair": "40-50%", "a2a": "future work", "agg": "85-90%", "knn": "about +30% more", "cohort": "not in the paper",
+}
 DASH = "—"
 
 
@@ -103,7 +108,7 @@ def _tiers(report: ReplayReport) -> Section:
         for c in report.tier_contributions
     ]  # fmt: skip
     if rows and report.users_known is not None:
-        rows.append(("users known before their hour", pct(report.users_known), DASH, DASH, "the most any tier can feed", ""))
+        rows.append(("users known before their hour", pct(report.users_known), DASH, DASH, "the most a user-keyed tier can feed", ""))
     header = ("tier", "fed first", "NE gain", "95% CI", "adds", "models")
     return Section("Tiers in feeding order, evaluation span", header, rows)
 
