@@ -10,7 +10,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from solaris.monitoring.report import CoveragePoint, HealthReport, RunHealth, VersionHealth
+from solaris.monitoring.report import COVERAGE_TIERS, CoveragePoint, HealthReport, RunHealth, VersionHealth
 from solaris.store.base import TableStats
 from solaris.vms import registered_name
 
@@ -46,7 +46,8 @@ def report_json(report: HealthReport) -> dict[str, Any]:
 def report_html(report: HealthReport) -> str:
     data = report_json(report)
     return _environment().get_template("health.html").render(
-        report=data, sparks=sparklines(report.coverage), spark_width=SPARK_WIDTH, spark_height=SPARK_HEIGHT
+        report=data, sparks=sparklines(report.coverage), spark_width=SPARK_WIDTH, spark_height=SPARK_HEIGHT,
+        tiers=COVERAGE_TIERS,
     )
 
 

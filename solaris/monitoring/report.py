@@ -40,6 +40,8 @@ STALE_AFTER = timedelta(hours=3)
 FAILED, STALE = "failed", "stale"
 T = TypeVar("T")
 
+COVERAGE_TIERS = (*FED_BY, "any")  # the coverage figures the page shows, in the feeding order
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -214,7 +216,7 @@ def coverage_by_hour(runs: Sequence[RunHealth], t: datetime, hours: int) -> list
     for run in runs:
         hour = run.record.interval_start - HOUR
         if t - hours * HOUR <= hour < t and "coverage_any" in run.figures:
-            shares = {tier: run.figures.get(f"coverage_{tier}", 0.0) for tier in (*FED_BY, "any")}
+            shares = {tier: run.figures.get(f"coverage_{tier}", 0.0) for tier in COVERAGE_TIERS}
             points.setdefault(hour, CoveragePoint(hour, shares))
     return [points[h] for h in sorted(points)]
 

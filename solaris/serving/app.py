@@ -33,6 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from solaris.config import Settings
+from solaris.enrichment.tiers import TIER_NAMES
 from solaris.logs import configure_logging
 from solaris.models.features import MAX_EXACT_ID
 from solaris.serving.champion import ChampionWatcher, ServingModel
@@ -105,7 +106,7 @@ class RankResponse(BaseModel):
     vm_version: str
     embedding_version: str
     scores: list[float] = Field(description="the VM's label probability (click, conversion) per item, in the request's order")
-    tiers: list[Literal["pair", "a2a", "agg", "knn", "none"]] = Field(description="the tier that fed each item")
+    tiers: list[Literal[TIER_NAMES]] = Field(description="the tier that fed each item")  # type: ignore[valid-type]
     store: Literal["ok", "error", "timeout", "overloaded"]
 
 

@@ -84,7 +84,7 @@ def test_coverage_by_hour_is_the_hour_before_each_run(health_world: HealthWorld)
     day = _report(health_world).coverage
     assert [p.hour for p in day] == [T.replace(hour=8), T.replace(hour=9)]
     assert day[0].shares == {
-        tier: health_world.figures[run_key(9)][f"coverage_{tier}"] for tier in ("pair", "agg", "knn", "a2a", "cohort", "any")
+        tier: health_world.figures[run_key(9)][f"coverage_{tier}"] for tier in ("pair", "a2a", "agg", "knn", "cohort", "any")
     }
 
     last_three = _report(health_world, hours=3).coverage

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 import schemathesis
 from schemathesis import GenerationMode
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
-from conftest import T, Layout, lay_out, one_vm
+from conftest import T, TTL, Layout, lay_out, one_vm
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from tcp_proxy import TcpProxy
@@ -20,6 +21,7 @@ from solaris.serving import Ranker
 from solaris.serving.app import ServiceConfig, create_app
 from solaris.serving.champion import ServingModel
 from solaris.store import SqliteStoreConfig, open_store
+from solaris.store.cohorts import prototype_ids
 
 CONFIG = ServiceConfig(max_candidates=50)
 AT = T.isoformat()
@@ -42,6 +44,15 @@ def test_rank_answers_scores_and_tiers_in_request_order(client: TestClient, cham
     body = answer.json()
     assert body["tiers"] == ["agg", "pair"] and len(body["scores"]) == 2 and body["store"] == "ok"
     assert body["vm_version"] == champion.pinned.vm and body["embedding_version"] == champion.pinned.embedding_version
+
+
+def test_a_new_user_is_answered_with_its_cohorts_code(client: TestClient, layout: Layout, champion: ServingModel) -> None:
+    """User 5 has no counters and no code: the code of its side-feature cohort feeds it, named in the answer."""
+    code = np.ones((1, champion.code_dim), np.float32)
+    prototype = prototype_ids(champion.cohorts(np.array([5])))
+    layout.store.write_pair_embeddings("r1", layout.version, prototype, np.array([10]), code, np.zeros(1), T, T + TTL)
+    answer = client.post("/rank", json={"user_id": 5, "items": [10, 20], "at": AT})
+    assert answer.status_code == 200 and answer.json()["tiers"] == ["cohort", "none"]
 
 
 @pytest.mark.parametrize(
