@@ -26,7 +26,7 @@ from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.embedding_version import parse_embedding_version
-from solaris.enrichment.tiers import COHORT, NONE
+from solaris.enrichment.tiers import NONE, PAIR
 from solaris.live.figures import EXPERIMENT, load_log_path, read_hours
 from solaris.live.load import LAG
 from solaris.ops import procs
@@ -208,12 +208,14 @@ def check_every_answer_logged(served: pd.DataFrame, load: list[dict[str, Any]]) 
 
 
 def check_no_row_served_past_its_ttl(settings: Settings, served: pd.DataFrame) -> None:
-    """A row served with its own pair code came from that pair's latest write before the request, and that
-    write was still fresh: the code log holds what every run wrote, and when. A row the cohort tier fed holds
-    its cohort's code in the pair input, which the code log does not hold (its TTL: tests/store/test_store_cohorts.py)."""
+    """A row served with its own pair code (tier ``pair``) came from that pair's latest write before the request,
+    and that write was still fresh: the code log holds what every run wrote, and when. A row the cohort tier fed
+    also has the pair input set, with its cohort's code, which the code log does not hold (its TTL:
+    tests/store/test_store_cohorts.py); its reported tier is the first tier present, ``cohort`` or an item-side
+    one before it, so only the tier tells the user's own code apart."""
     ttl = timedelta(hours=PrecomputeParams.ttl_hours)
-    with_pair = served[(served["pair_flag"] == 1) & (served["tier"] != COHORT)]
-    assert len(with_pair) > 0
+    with_pair = served[served["tier"] == PAIR]
+    assert len(with_pair) > 0 and (with_pair["pair_flag"] == 1).all()
     for version, rows in with_pair.groupby("embedding_version"):
         written = code_log_of(settings, version, parse_embedding_version(version).dim).read(
             rows["ts"].min() - ttl, rows["ts"].max() + HOUR
