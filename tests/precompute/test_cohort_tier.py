@@ -9,7 +9,7 @@ import numpy as np
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.enrichment.cohorts import user_cohorts
+from solaris.enrichment.cohorts import log_cohorts, user_cohorts
 from solaris.enrichment.tiers import COHORT, feeding_tier
 from solaris.models.features import HistoryIndex
 from solaris.precompute.cohort_codes import largest_cohorts, most_shown
@@ -52,6 +52,9 @@ def test_a_user_with_no_history_is_served_the_fms_code_for_a_new_user_of_its_coh
         ts, positions = np.full(len(users), to_micros(t, "t")), np.zeros(len(users), np.int64)
         served = Ranker(store, model).serve(users, listed, ts, positions, t)
 
+    # The hourly figures key users from the log and the ranker from its VM: both find the FM's cohorts.
+    np.testing.assert_array_equal(log_cohorts(log, users), cohorts)
+    np.testing.assert_array_equal(model.cohorts(users), cohorts)
     fed = read.cohort_mask
     assert not read.pair_mask.any()
     # Exactly the rows of a written cohort and item are fed.
