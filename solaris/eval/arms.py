@@ -26,6 +26,7 @@ from solaris.eval.scoring import score_models
 from solaris.eval.variants import SWEEP_VARIANT, predict, variant
 from solaris.models.splits import Span
 from solaris.models.vm import VerticalModel
+from solaris.precompute.quality import hit_ceiling
 from solaris.serving import Ranker
 from solaris.serving.champion import ServingModel
 from solaris.serving.servedlog import ServedLog, served_dir
@@ -106,16 +107,20 @@ def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:
 
 def efficiency(figures: list[HourFigures]) -> dict[str, float | None]:
     """The hours' precompute efficiency, pooled: hits over the pairs whose TTL ended in them (a hit is a
-    candidate request while fresh), the selector's AUC averaged over the hours that have one, and the FM calls
+    candidate request while fresh) and its ceiling (:func:`~solaris.precompute.quality.hit_ceiling`, pooled
+    over the hours whose run scored its pool), the selector's AUC averaged over the hours that have one, and the FM calls
     made for the hours per candidate row the pair tier covered in them (and the inverse); None where undefined.
 
     Unlike :func:`fm_calls_per_served_pair`, which divides by shown impressions, this counts every candidate
     the ranker scored with a pair code: what the precompute is for."""
     pairs, hits = sum(f.ttl_pairs for f in figures), sum(f.ttl_hits for f in figures)
+    known = [f for f in figures if f.ttl_pool_requested is not None]
+    ceiling = hit_ceiling(sum(f.ttl_pool_requested or 0 for f in known), sum(f.ttl_pairs for f in known))
     aucs = [f.requested_auc for f in figures if f.requested_auc is not None]
     calls, covered = sum(f.fm_calls for f in figures), sum(f.covered_candidates for f in figures)
     return {
         "hit_rate_ttl": hits / pairs if pairs else None,
+        "hit_ceiling_ttl": ceiling,
         "requested_auc": float(np.mean(aucs)) if aucs else None,
         "fm_calls": calls,
         "covered_candidates": covered,

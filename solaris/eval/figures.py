@@ -67,6 +67,9 @@ class HourFigures:
     hit_rate_ttl: float | None = None  # ttl_hits / ttl_pairs: the pairs whose TTL ended with this hour
     ttl_pairs: int = 0
     ttl_hits: int = 0
+    # Of that run's scored pool, the pairs requested while fresh: no selection of ttl_pairs could hit more
+    # (quality.hit_ceiling); None where that run scored no pool (quality.pool_requested) or in an older report.
+    ttl_pool_requested: int | None = None
     requested_auc: float | None = None  # selector AUC on those pairs' run's scored pool; None: one class only
     coverage_marginal: dict[str, float] = field(default_factory=dict)  # share fed first by each tier
 
@@ -102,6 +105,7 @@ class SpeculationPoint:
     fm_calls_per_covered_candidate: float | None
     ne: float  # the SOLARIS VM (all tiers) on what the arm served
     ne_ci95: Interval | None = None
+    hit_ceiling_ttl: float | None = None  # the most hit_rate_ttl could be on the arm's pools (None: older report)
 
 
 @dataclass(frozen=True)

@@ -126,17 +126,19 @@ def hour_figures(hour: datetime, span: str, pairs: ServedPairs, served: Served, 
 
 def efficiency(store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int) -> dict[str, Any]:
     """What the precompute's next run records for the hour ending at ``end`` (:mod:`solaris.precompute.quality`):
-    its candidate rows and those with a fresh pair code, and hit rate while fresh and selector AUC of the run
-    whose pairs expire at ``end``."""
+    its candidate rows and those with a fresh pair code, and hit rate while fresh, its ceiling's count and
+    selector AUC of the run whose pairs expire at ``end``."""
     users, items = quality.requested_pairs(log, end - HOUR, end)
     covered = np.zeros(0, bool)
     if len(users):  # the store as the hour saw it: the next run has not written yet
         covered = store.fresh_pairs(codes.version, users, items, end - quality.INSTANT)
     fresh = quality.hit_rate_ttl(log, codes, end, ttl_hours)
-    auc = quality.requested_auc(log, codes.score_log, end, ttl_hours).get("requested_auc")
+    scored = quality.requested_auc(log, codes.score_log, end, ttl_hours)
     return {
         "candidates": len(users), "covered_candidates": int(covered.sum()), "hit_rate_ttl": fresh.get("hit_rate_ttl"),
-        "ttl_pairs": int(fresh["ttl_pairs"]), "ttl_hits": int(fresh["ttl_hits"]), "requested_auc": auc,
+        "ttl_pairs": int(fresh["ttl_pairs"]), "ttl_hits": int(fresh["ttl_hits"]),
+        "ttl_pool_requested": quality.pool_requested(scored, int(fresh["ttl_pairs"])),
+        "requested_auc": scored.get("requested_auc"),
     }  # fmt: skip
 
 

@@ -52,6 +52,7 @@ def point(selector: str, fm_budget: int, top_fraction: float | None, figures: li
         fm_calls=int(found["fm_calls"] or 0),
         coverage_pair=mean_coverage(figures)["pair"],
         hit_rate_ttl=found["hit_rate_ttl"],
+        hit_ceiling_ttl=found["hit_ceiling_ttl"],
         requested_auc=found["requested_auc"],
         fm_calls_per_covered_candidate=found["fm_calls_per_covered_candidate"],
         ne=scored.ne,

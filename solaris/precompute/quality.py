@@ -101,6 +101,21 @@ def requested_auc(log: EventLog, scores: ScoreLog, interval_start: datetime, ttl
     return found
 
 
+def pool_requested(scored: dict[str, float], ttl_pairs: int) -> int | None:
+    """The ``scored_requested`` of :func:`requested_auc`, or None where the run wrote pairs but left no scored
+    pool: a shadow run writes the challenger's codes for the champion's selection and scores nothing, so
+    after a promotion the first ``ttl_hours`` judge pairs whose pool is not the new version's to read."""
+    return None if ttl_pairs and not scored["scored_pairs"] else int(scored["scored_requested"])
+
+
+def hit_ceiling(pool_requested: int, pairs: int) -> float | None:
+    """The most a run's hit rate while fresh could be: its scored pool's pairs requested while fresh over the
+    pairs it wrote (capped at 1). Whatever the selector, a run that writes ``pairs`` of this pool hits no more;
+    a low ceiling says the budget outgrows what the pool can be asked for, not that the selector ranks badly.
+    None when the run wrote nothing."""
+    return min(1.0, pool_requested / pairs) if pairs else None
+
+
 def rank_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """:func:`solaris.models.metrics.auc` of any real scores: it wants probabilities, and an AUC depends only
     on the scores' order, so each score is replaced by its dense rank scaled into [0, 1] (ties stay tied)."""
@@ -115,7 +130,10 @@ def figures(
     previous = hit_rate(log, codes, interval_start)
     found = coverage(store, version, log, interval_start, fm_calls=int(previous["previous_pairs"]))
     found |= previous | hit_rate_ttl(log, codes, interval_start, ttl_hours)
-    return found | requested_auc(log, codes.score_log, interval_start, ttl_hours)
+    found |= requested_auc(log, codes.score_log, interval_start, ttl_hours)
+    requested = pool_requested(found, int(found["ttl_pairs"]))
+    ceiling = None if requested is None else hit_ceiling(requested, int(found["ttl_pairs"]))
+    return found | ({"hit_ceiling_ttl": ceiling} if ceiling is not None else {})
 
 
 def coverage(

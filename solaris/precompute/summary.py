@@ -20,7 +20,7 @@ EXPERIMENT = "solaris-precompute"
 COVERAGE = (*(f"coverage_{tier}" for tier in FED_BY), "coverage_any", "hit_rate")
 # Efficiency (solaris.precompute.quality): hit rate while fresh and the selector's AUC of the run whose pairs
 # just expired, FM calls per candidate row the pair tier covered. A run may lack one (nothing to measure).
-EFFICIENCY = ("hit_rate_ttl", "requested_auc", "fm_calls_per_covered_candidate")
+EFFICIENCY = ("hit_rate_ttl", "hit_ceiling_ttl", "requested_auc", "fm_calls_per_covered_candidate")
 COUNTS = ("count_pool", "count_selected", "count_pairs_written")
 STEPS = (OPEN, *PRECOMPUTE.names)
 SHADOW_STEPS = tuple(s for s in STEPS if s.startswith(SHADOW))  # one column in the table: what the shadow cost

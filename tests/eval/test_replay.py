@@ -144,6 +144,14 @@ def test_the_efficiency_figures_count_candidates_and_hits_while_fresh(replayed: 
     # Measured, not asserted good: on the tiny world the click-trained VM ranks requests near chance (~0.51).
     assert 0 < e["hit_rate_ttl"] <= 1 and 0 < e["requested_auc"] < 1
     assert e["hit_rate_ttl"] == pytest.approx(sum(h.ttl_hits for h in hours) / sum(h.ttl_pairs for h in hours))
+    # Its ceiling: the written pairs come from the scored pool, so no hour hits more than its pool had requested;
+    # the hours after the promotion judge the shadow's codes, whose run scored no pool: left out, not zero.
+    known = [h for h in hours if h.ttl_pool_requested is not None]
+    assert known and all(h.ttl_hits <= h.ttl_pool_requested for h in known)
+    unknown = [h for h in report.hours if h.ttl_pool_requested is None]
+    assert all(h.ttl_pairs > 0 for h in unknown)
+    ceiling = sum(h.ttl_pool_requested for h in known) / sum(h.ttl_pairs for h in known)
+    assert e["hit_ceiling_ttl"] == pytest.approx(min(1.0, ceiling))
     # A pair is a hit in any hour of its TTL, so never less often than in the hour it was written for: the
     # pairs whose TTL (4 h) ends with hour h were written 3 hours before it.
     written = {h.hour: h.hit_rate for h in report.hours}
@@ -234,12 +242,14 @@ def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings
         assert budget.fm_budget == verifier.fm_budget  # the verifier's spend per served hour
         assert budget.fm_calls <= budget.fm_budget * served_hours  # never over budget, re-queue included
         assert 0 <= budget.coverage_pair <= 1 and budget.ne_ci95 is not None
+        for arm in (verifier, budget):
+            assert arm.hit_rate_ttl is not None and 0 < arm.hit_ceiling_ttl <= 1
     swept = {p.top_fraction: p for p in report.sweep}
     for verifier in points[::2]:  # the sweep's own arm, run once: its figures, not a second replay's
         assert verifier.coverage_pair == swept[verifier.top_fraction].coverage["pair"]
         assert verifier.ne == swept[verifier.top_fraction].ne
     client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
     run = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])[0]
-    assert f"speculation_budget_{points[1].fm_budget}_coverage_pair" in run.data.metrics
+    assert {f"speculation_budget_{points[1].fm_budget}_{k}" for k in ("coverage_pair", "hit_ceiling_ttl")} <= set(run.data.metrics)
     html = (settings.data_dir / "replay" / "tiny" / "seed-0" / "report" / "report.html").read_text()
     assert "Selectors at equal FM budgets" in html and "speculation.png" in html

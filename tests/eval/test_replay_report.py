@@ -93,6 +93,7 @@ def make_report(seed: int = 0) -> ReplayReport:
             hit_rate_ttl=None if i == 0 else (100 + i) / 400,
             ttl_pairs=0 if i == 0 else 400,
             ttl_hits=0 if i == 0 else 100 + i,
+            ttl_pool_requested=0 if i == 0 else 300 + i,
             requested_auc=None if i < 2 else 0.7 + 0.01 * i,
         )
         for i in range(6)
@@ -170,6 +171,7 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "3.25" in _line(text, "staleness p90")
     e = report.efficiency
     assert f"{100 * e['hit_rate_ttl']:.1f}%" in _line(text, "hit rate while fresh (pooled)")
+    assert f"{100 * e['hit_ceiling_ttl']:.1f}%" in _line(text, "its ceiling")
     assert f"{e['requested_auc']:.4f}" in _line(text, "selector AUC, requested while fresh")
     assert f"{e['fm_calls_per_covered_candidate']:.3f}" in _line(text, "FM calls per covered candidate")
     assert f"{e['covered_candidates_per_fm_call']:.3f}" in _line(text, "covered candidates per FM call")
@@ -237,6 +239,7 @@ def test_efficiency_pools_the_eval_hours() -> None:
     e = make_report().efficiency
     assert e == {
         "hit_rate_ttl": (103 + 104 + 105) / 1200,
+        "hit_ceiling_ttl": (303 + 304 + 305) / 1200,
         "requested_auc": pytest.approx(statistics.fmean([0.73, 0.74, 0.75])),
         "fm_calls": 230 + 240 + 250,
         "covered_candidates": 1060 + 1080 + 1100,
@@ -245,13 +248,19 @@ def test_efficiency_pools_the_eval_hours() -> None:
     }
     nothing = HourFigures("h", "eval", 0, {}, None, 0, None)
     assert set(efficiency([nothing]).values()) == {None, 0}
+    # A pool with more requested pairs than were written caps the ceiling at every pair hit; an hour whose run
+    # scored no pool (a shadow's) is left out of the ceiling, not counted as a pool with nothing requested.
+    hours = make_report().hours[3:]
+    assert efficiency([replace(h, ttl_pool_requested=5000) for h in hours])["hit_ceiling_ttl"] == 1.0
+    assert efficiency([replace(hours[0], ttl_pool_requested=None), *hours[1:]])["hit_ceiling_ttl"] == (304 + 305) / 800
 
 
 def test_a_report_json_from_before_the_efficiency_figures_still_reads() -> None:
     raw = json.loads(make_report().to_json())
     raw.pop("efficiency")
     for hour in raw["hours"]:
-        for name in ("candidates", "covered_candidates", "hit_rate_ttl", "ttl_pairs", "ttl_hits", "requested_auc"):
+        for name in ("candidates", "covered_candidates", "hit_rate_ttl", "ttl_pairs", "ttl_hits", "ttl_pool_requested",
+                     "requested_auc"):
             hour.pop(name)
     for point in raw["sweep"]:
         point.pop("fm_calls_per_covered_candidate")
@@ -259,6 +268,7 @@ def test_a_report_json_from_before_the_efficiency_figures_still_reads() -> None:
     old = ReplayReport.from_json(json.dumps(raw))
 
     assert old.efficiency == {} and old.hours[1].hit_rate_ttl is None and old.hours[1].covered_candidates == 0
+    assert old.hours[1].ttl_pool_requested is None
     assert old.sweep[0].fm_calls_per_covered_candidate is None
     assert check_invariants(old) == [] and "Precompute efficiency" not in table(old)
 
@@ -309,6 +319,10 @@ BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
     "pair coverage falls in the sweep": (lambda r: _sweep_point(r, 3, pair=0.1), "pair coverage falls"),
     "a fraction missing from the sweep": (lambda r: replace(r, sweep=r.sweep[:3]), "fractions [0.05, 0.1, 0.2]"),
     "the requested sweep not run": (lambda r: replace(r, sweep=[]), "fractions [], expected [0.05, 0.1, 0.2, 0.4]"),
+    "an hour hits more pairs than its pool had requested": (
+        lambda r: replace(r, hours=[*r.hours[:4], replace(r.hours[4], ttl_pool_requested=50), *r.hours[5:]]),
+        "104 pairs hit while fresh, above the 50 its pool had requested",
+    ),
     "base transfer ratio not 0": (lambda r: _model(r, "VM base", transfer_ratio=0.01), "'VM base' is 0.01, not 0"),
     "no base VM": (lambda r: replace(r, models=r.models[:1]), "no 'VM base' model"),
     "an NE outside its interval": (

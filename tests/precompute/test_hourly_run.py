@@ -60,6 +60,9 @@ def test_the_run_record_and_mlflow_carry_the_efficiency_figures(run_settings: Se
     assert figures["hit_rate_ttl"] == figures["hit_rate"] and 0 < figures["ttl_hits"] < figures["ttl_pairs"]
     assert figures["scored_pairs"] == first["counts"]["pool"] - first["counts"]["still_fresh"]
     assert 0 < figures["requested_auc"] < 1  # both labels present (its value is measured, not asserted)
+    # The hit rate's ceiling: the first run's pool, requested while fresh, over what it wrote.
+    assert figures["hit_ceiling_ttl"] == min(1.0, figures["scored_requested"] / figures["ttl_pairs"])
+    assert figures["hit_rate_ttl"] <= figures["hit_ceiling_ttl"]
     covered = figures["covered_pair_candidates"]
     assert 0 < covered <= figures["served_pairs"] * figures["coverage_pair"] + 0.5
     assert figures["fm_calls_per_covered_candidate"] == pytest.approx(figures["previous_pairs"] / covered)

@@ -133,6 +133,12 @@ def test_the_expire_step_prunes_the_score_log_beside_the_code_log(tmp_path: Path
     assert available_hours(scores_log.path)[0] == W - 30 * H
 
 
+def test_the_hit_ceiling_is_the_pools_requested_pairs_per_pair_written_at_most_one() -> None:
+    assert quality.hit_ceiling(30, 120) == 0.25
+    assert quality.hit_ceiling(500, 120) == 1.0  # the pool had more requested pairs than the run could write
+    assert quality.hit_ceiling(3, 0) is None  # nothing written: no rate to bound
+
+
 def test_fm_calls_per_covered_candidate_and_its_inverse() -> None:
     assert quality.efficiency(40, 10) == {
         "covered_pair_candidates": 40, "fm_calls_per_covered_candidate": 0.25, "covered_candidates_per_fm_call": 4.0

@@ -143,6 +143,14 @@ def _sweep_invariants(report: ReplayReport) -> Iterator[str]:
             yield f"top_fraction sweep: {tier} coverage falls as top_fraction grows ({listed})"
 
 
+def _hits_within_ceiling(report: ReplayReport) -> Iterator[str]:
+    """A run's writes come from its scored pool, so no hour hits more pairs than its pool had requested (the
+    pooled figures mix hours with and without a known pool, so only the hours are held to it)."""
+    for h in report.hours:
+        if h.ttl_pool_requested is not None and h.ttl_hits > h.ttl_pool_requested:
+            yield f"hour {h.hour}: {h.ttl_hits} pairs hit while fresh, above the {h.ttl_pool_requested} its pool had requested"
+
+
 # The checks a report is held to, by name; report.json records which ran and what each found broken.
 INVARIANTS: dict[str, Callable[[ReplayReport], Iterable[str]]] = {
     "finite figures": lambda report: _nonfinite(asdict(report), "report"),
@@ -150,4 +158,5 @@ INVARIANTS: dict[str, Callable[[ReplayReport], Iterable[str]]] = {
     "base VM transfers nothing": _base_transfer,
     "top_fraction sweep": _sweep_invariants,
     "intervals": _intervals,
+    "hits within the pool's ceiling": _hits_within_ceiling,
 }

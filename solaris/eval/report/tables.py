@@ -135,6 +135,7 @@ def _efficiency(report: ReplayReport) -> Section:
     e = report.efficiency
     rows = [
         ("hit rate while fresh (pooled)", pct(e.get("hit_rate_ttl"))),
+        ("its ceiling: the pools' pairs requested while fresh / pairs written", pct(e.get("hit_ceiling_ttl"))),
         ("selector AUC, requested while fresh", num(e.get("requested_auc"))),
         ("FM calls", num(e.get("fm_calls"), ".0f")),
         ("candidates covered by the pair tier", num(e.get("covered_candidates"), ".0f")),
@@ -171,11 +172,11 @@ def _sweep(report: ReplayReport) -> Section:
 def _speculation(report: ReplayReport) -> Section:
     rows = [
         (p.selector, num(p.fm_budget, ".0f"), num(p.top_fraction, "g"), num(p.fm_calls, ".0f"), pct(p.coverage_pair),
-         pct(p.hit_rate_ttl), num(p.requested_auc, ".3f"), num(p.fm_calls_per_covered_candidate, ".3f"), num(p.ne),
+         pct(p.hit_rate_ttl), pct(p.hit_ceiling_ttl), num(p.requested_auc, ".3f"), num(p.fm_calls_per_covered_candidate, ".3f"), num(p.ne),
          interval(p.ne_ci95, num))
         for p in report.speculation
     ]  # fmt: skip
-    header = ("selector", "FM budget/h", "top_fraction", "FM calls", "cov pair", "hit while fresh", "requested AUC",
+    header = ("selector", "FM budget/h", "top_fraction", "FM calls", "cov pair", "hit while fresh", "hit ceiling", "requested AUC",
               "FM calls/covered cand.", "NE", "95% CI")  # fmt: skip
     return Section("Selectors at equal FM budgets (SOLARIS, all tiers)", header, rows)
 
