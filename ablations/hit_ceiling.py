@@ -7,7 +7,8 @@ allows. For each hour a replay arm wrote pair codes, over the pairs fresh in ``[
 - ``return oracle``: the hit rate had the same FM calls gone to the pool pairs of users who do return, best
   selector score first (a selector that knew who comes back, and only that);
 - ``ceiling``: the pool's requested pairs over the pairs written, the hit rate of a selector that knew every
-  request: no selector that spends its budget on this pool can exceed it.
+  request: no selector that spends its budget on this pool can exceed it (the run records' ``hit_ceiling_ttl``,
+  :func:`solaris.precompute.quality.hit_ceiling`, here over every hour the arm wrote).
 
     .venv/bin/python ablations/hit_ceiling.py var/replay/default/seed-2/state/budget-58279
 """
@@ -25,7 +26,7 @@ from solaris.data.eventlog import EventLog
 from solaris.embedding_version import parse_embedding_version
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.quality import requested_mask, requested_pairs
+from solaris.precompute.quality import hit_ceiling, requested_mask, requested_pairs
 
 HOUR = timedelta(hours=1)
 COUNTS = ("written", "hits", "returning", "returning_hits", "oracle_hits", "pool_requested")
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ABLATION {args.arm.name} ({version}, TTL {args.ttl_hours} h, {written:,} pairs written): "
           f"hit {total['hits'] / written:.3f} = user returns {total['returning'] / written:.3f} x hit | returns "
           f"{total['returning_hits'] / returning:.3f}; return oracle {total['oracle_hits'] / written:.3f}; "
-          f"ceiling {total['pool_requested'] / written:.3f}")
+          f"ceiling {hit_ceiling(total['pool_requested'], written):.3f}")
     return 0
 
 
