@@ -108,12 +108,12 @@ def pool_requested(scored: dict[str, float], ttl_pairs: int) -> int | None:
     return None if ttl_pairs and not scored["scored_pairs"] else int(scored["scored_requested"])
 
 
-def hit_ceiling(pool_requested: int, pairs: int) -> float | None:
+def hit_ceiling(pool_requested: int | None, pairs: int) -> float | None:
     """The most a run's hit rate while fresh could be: its scored pool's pairs requested while fresh over the
     pairs it wrote (capped at 1). Whatever the selector, a run that writes ``pairs`` of this pool hits no more;
     a low ceiling says the budget outgrows what the pool can be asked for, not that the selector ranks badly.
-    None when the run wrote nothing."""
-    return min(1.0, pool_requested / pairs) if pairs else None
+    None when the run wrote nothing or its pool is unknown."""
+    return min(1.0, pool_requested / pairs) if pairs and pool_requested is not None else None
 
 
 def rank_auc(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -131,8 +131,7 @@ def figures(
     found = coverage(store, version, log, interval_start, fm_calls=int(previous["previous_pairs"]))
     found |= previous | hit_rate_ttl(log, codes, interval_start, ttl_hours)
     found |= requested_auc(log, codes.score_log, interval_start, ttl_hours)
-    requested = pool_requested(found, int(found["ttl_pairs"]))
-    ceiling = None if requested is None else hit_ceiling(requested, int(found["ttl_pairs"]))
+    ceiling = hit_ceiling(pool_requested(found, int(found["ttl_pairs"])), int(found["ttl_pairs"]))
     return found | ({"hit_ceiling_ttl": ceiling} if ceiling is not None else {})
 
 

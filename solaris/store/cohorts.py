@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from solaris.exposure import WINDOWS_H
+from solaris.store.base import TierBatchRead
+
 COHORT_USER_BASE = 1 << 62
 
 
@@ -23,3 +26,10 @@ def prototype_ids(keys: np.ndarray) -> np.ndarray:
 def new_user_rows(user_counts: np.ndarray, pair_mask: np.ndarray) -> np.ndarray:
     """The rows a cohort code may feed: no impression counted for the user, no pair code of its own."""
     return ~np.asarray(user_counts).any(axis=1) & ~np.asarray(pair_mask, bool)
+
+
+def cohort_requests(read: TierBatchRead, keys: np.ndarray, item_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """After a request's first read: the rows a cohort code may feed, and the (prototype user, item) pairs to
+    read for them, one per row."""
+    new = np.flatnonzero(new_user_rows(read.exposure[:, : len(WINDOWS_H)], read.pair_mask))
+    return new, prototype_ids(np.asarray(keys, np.int64)[new]), np.asarray(item_ids, np.int64)[new]

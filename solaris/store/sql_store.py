@@ -19,7 +19,6 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from solaris.embedding_version import embedding_version
-from solaris.exposure import WINDOWS_H
 from solaris.store import validate
 from solaris.store.base import (
     RUN_STATUSES,
@@ -33,7 +32,7 @@ from solaris.store.base import (
     TierBatchRead,
 )
 from solaris.store.codec import MICROS_PER_HOUR, encode_lists, from_micros, to_micros
-from solaris.store.cohorts import new_user_rows, prototype_ids
+from solaris.store.cohorts import cohort_requests
 from solaris.store.combine import ItemLists, PairIndex, TierRows, assemble
 from solaris.store.item_lists import ItemListCache
 from solaris.store.readers import ReaderConnections
@@ -265,10 +264,10 @@ class SqlFeatureStore(FeatureStore):
             read = assemble(index, rows, listed, ver.dim, ver.dtype)
             if keys is None:
                 return read
-            new = np.flatnonzero(new_user_rows(read.exposure[:, : len(WINDOWS_H)], read.pair_mask))
+            new, prototypes, items = cohort_requests(read, keys, item_ids)
             if not len(new):
                 return read
-            cohort_index = self._request(prototype_ids(keys[new]), np.asarray(item_ids, np.int64)[new])
+            cohort_index = self._request(prototypes, items)
             cohort_params = params | self._pairs_param(cohort_index)
             left = None if timeout_s is None else max(timeout_s - (time.monotonic() - started), 0.0)
             try:

@@ -137,6 +137,7 @@ def test_the_hit_ceiling_is_the_pools_requested_pairs_per_pair_written_at_most_o
     assert quality.hit_ceiling(30, 120) == 0.25
     assert quality.hit_ceiling(500, 120) == 1.0  # the pool had more requested pairs than the run could write
     assert quality.hit_ceiling(3, 0) is None  # nothing written: no rate to bound
+    assert quality.hit_ceiling(None, 120) is None  # the run scored no pool (a shadow's codes)
 
 
 def test_fm_calls_per_covered_candidate_and_its_inverse() -> None:
