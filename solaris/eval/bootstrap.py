@@ -46,7 +46,7 @@ def request_sums(requests: np.ndarray, labels: np.ndarray, probs: Mapping[str, n
     return RequestSums(tuple(probs), impressions, np.bincount(index, y, n), losses)
 
 
-def _weights(n_requests: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+def resample_weights(n_requests: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Each resample as how often it draws each request (n draws with replacement)."""
     for start in range(0, resamples, _CHUNK):
         size = min(_CHUNK, resamples - start)
@@ -59,7 +59,7 @@ def resampled_ne(sums: RequestSums, resamples: int = RESAMPLES, seed: int = 0) -
         raise ValueError("a bootstrap over requests needs at least two requests")
     rng = np.random.default_rng(seed)
     out = []
-    for w in _weights(len(sums.impressions), resamples, rng):
+    for w in resample_weights(len(sums.impressions), resamples, rng):
         n, clicks = w @ sums.impressions, w @ sums.clicks
         rate = np.clip(clicks / n, EPS, 1 - EPS)
         entropy = -(rate * np.log(rate) + (1 - rate) * np.log1p(-rate))

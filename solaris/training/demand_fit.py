@@ -101,18 +101,31 @@ def train_demand(
     train_hours, valid_hours = training_hours(until, ttl_hours, plan)
     train = rows_for(log, train_hours, ttl_hours, plan.negative_rate, plan.fit.seed)
     valid = rows_for(log, valid_hours, ttl_hours, 1.0, plan.fit.seed)
+    config = DemandConfig(plan.features, ttl_hours=ttl_hours, logit_offset=float(np.log(plan.negative_rate)))
+    train_x, valid_x = columns(train.features, plan.features), columns(valid.features, plan.features)
+    model, result = fit_demand(config, Rows(train_x, train.labels), Rows(valid_x, valid.labels), plan.fit, on_epoch)
+    found = metrics.summary(valid.labels, predict(model, valid_x))
+    recency = -valid.features[:, NAMES.index("user_hours_since_last")]
+    found["recency_auc"] = metrics.auc(valid.labels, (recency - recency.min()) / max(float(np.ptp(recency)), 1e-9))
+    found |= {"valid_rows": float(len(valid.labels)), "train_rows": float(len(train.labels))}
+    return TrainedDemand(model, result, valid, found)
+
+
+def fit_demand(
+    config: DemandConfig, train: Rows, valid: Rows, fit_config: FitConfig, on_epoch: EpochHook | None = None
+) -> tuple[DemandModel, FitResult]:
+    """A demand model fitted to rows whose columns are ``config.features``: the training job's, or an
+    ablation's with inputs the request log does not have."""
     if train.labels.min(initial=1) == train.labels.max(initial=0):
         raise ValueError("demand model: the training hours hold only one class (no requests, or every pair requested)")
-    config = DemandConfig(plan.features, ttl_hours=ttl_hours, logit_offset=float(np.log(plan.negative_rate)))
-    seed_everything(plan.fit.seed)  # the initial weights too: a rerun trains the same model
-    train_x, valid_x = columns(train.features, plan.features), columns(valid.features, plan.features)
-    model = DemandModel(config, train_x)
-    x, y = torch.as_tensor(train_x), torch.as_tensor(train.labels)
-    vx, vy = torch.as_tensor(valid_x), torch.as_tensor(valid.labels)
+    seed_everything(fit_config.seed)  # the initial weights too: a rerun trains the same model
+    model = DemandModel(config, train.features)
+    x, y = torch.as_tensor(train.features), torch.as_tensor(train.labels)
+    vx, vy = torch.as_tensor(valid.features), torch.as_tensor(valid.labels)
 
     def batches(rng: np.random.Generator) -> list[Batch]:
         order = torch.as_tensor(rng.permutation(len(y)))
-        return [(x[i], y[i]) for i in order.split(plan.fit.batch_size)]
+        return [(x[i], y[i]) for i in order.split(fit_config.batch_size)]
 
     def loss(m: DemandModel, bx: torch.Tensor, by: torch.Tensor) -> torch.Tensor:
         return F.binary_cross_entropy_with_logits(m.logits(bx), by)
@@ -120,12 +133,7 @@ def train_demand(
     def validate(m: DemandModel) -> float:  # the offset is constant on the sampled rows: leave it out here
         return float(F.binary_cross_entropy_with_logits(m.logits(vx) + config.logit_offset, vy))
 
-    result = fit(model, batches, loss, validate, plan.fit, "demand", on_epoch)
-    found = metrics.summary(valid.labels, predict(model, valid_x))
-    recency = -valid.features[:, NAMES.index("user_hours_since_last")]
-    found["recency_auc"] = metrics.auc(valid.labels, (recency - recency.min()) / max(float(np.ptp(recency)), 1e-9))
-    found |= {"valid_rows": float(len(valid.labels)), "train_rows": float(len(train.labels))}
-    return TrainedDemand(model, result, valid, found)
+    return model, fit(model, batches, loss, validate, fit_config, "demand", on_epoch)
 
 
 def with_gains(model: DemandModel, gains: dict[str, float]) -> DemandModel:

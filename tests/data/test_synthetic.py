@@ -14,7 +14,7 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.synthetic import PRESETS, generate_world, retrieval, simulate
-from solaris.data.synthetic.population import make_items, unit_rows
+from solaris.data.synthetic.population import make_items, make_users, unit_rows
 from solaris.data.synthetic.stats import ITEM_CTR_PRIOR
 
 TINY = PRESETS["tiny"]
@@ -103,6 +103,21 @@ def test_ids_are_in_range(world: EventLog, impressions: pd.DataFrame, requests: 
 def test_traffic_follows_the_day(requests: pd.DataFrame) -> None:
     hour_of_day = requests.ts.dt.hour
     assert (hour_of_day.between(13, 19)).sum() > 2 * (hour_of_day.between(1, 7)).sum()
+
+
+def test_expected_requests_is_the_rate_the_log_was_drawn_from(world: EventLog, requests: pd.DataFrame) -> None:
+    """The ground truth of when users come back (what ablations/demand_bound.py gives its oracle): a day's
+    rates sum to the user's activity once signed up, nothing before signup, and the log's counts follow it."""
+    users = make_users(TINY, np.random.default_rng(TINY.seed))
+    hours = np.arange(TINY.hours)
+    rate = simulate.expected_requests(TINY, users, hours)
+    day = rate[24:48].sum(axis=0)
+    early = users.signup_hour == 0
+    np.testing.assert_allclose(day[early], users.activity[early], rtol=1e-9)
+    assert (rate[hours[:, None] < users.signup_hour[None, :]] == 0).all()
+    drawn = requests.groupby("user_id").size().reindex(np.arange(TINY.n_users), fill_value=0).to_numpy()
+    assert np.corrcoef(drawn, rate.sum(axis=0))[0, 1] > 0.8
+    assert drawn.sum() == pytest.approx(rate.sum(), rel=0.05)
 
 
 def test_candidate_repeat_share_matches_the_requests(world: EventLog, requests: pd.DataFrame) -> None:

@@ -78,6 +78,15 @@ class HourBatch:
         return pa.table([pa.array(col) for col in columns], schema=IMPRESSIONS)
 
 
+def expected_requests(config: WorldConfig, users: Users, hours: np.ndarray) -> np.ndarray:
+    """``(len(hours), users)`` each user's expected requests in each hour of the span (hours from its start):
+    the Poisson rate the simulator draws from, and the ground truth of when a user comes back."""
+    hour_of_day = (config.start.hour + hours) % 24
+    cycle = 1.0 + config.diurnal_amplitude * np.cos(2 * np.pi * (hour_of_day - PEAK_HOUR) / 24)
+    signed_up = users.signup_hour[None, :] <= hours[:, None]
+    return users.activity[None, :] / 24 * cycle[:, None] * signed_up
+
+
 class Simulator:
     """Steps a world through its span; :meth:`hours` yields one :class:`HourBatch` per hour."""
 
@@ -109,10 +118,7 @@ class Simulator:
         c = self.config
         if day:
             self.stale, self.latent = self.latent, drift(self.latent, c.drift, self.rng)
-        hours = day * 24 + np.arange(24)
-        cycle = 1.0 + c.diurnal_amplitude * np.cos(2 * np.pi * (self._hour_of_day(hours) - PEAK_HOUR) / 24)
-        signed_up = self.users.signup_hour[None, :] <= hours[:, None]
-        counts = self.rng.poisson(self.users.activity[None, :] / 24 * cycle[:, None] * signed_up)
+        counts = self.rng.poisson(expected_requests(c, self.users, day * 24 + np.arange(24)))
         active = np.flatnonzero(counts.sum(axis=0))
         live = self.items.live(day)
         if len(live) < c.pool_size:
