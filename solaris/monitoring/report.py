@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 
 STORE, MLFLOW = "feature store", "MLflow"
 HOUR = timedelta(hours=1)
-# A run's figures on the page: coverage by tier, hit rate in the hour and while fresh, and the shadow chain's
+# A run's figures on the page: coverage by tier, hit rate in the hour and while fresh with its ceiling, the shadow chain's
 # all-tier coverage while a challenger is written in shadow (what its gate compares).
-RUN_FIGURES = (*COVERAGE, "hit_rate_ttl", "shadow_coverage_any")
+RUN_FIGURES = (*COVERAGE, "hit_rate_ttl", "hit_ceiling_ttl", "shadow_coverage_any")
 # Far longer than a run can take: runs are hourly, one at a time (max_active_runs=1), and take minutes, so
 # one still going after three hours has stalled the schedule anyway. A "running" record older than this is
 # taken as dead (its process ended without closing it: the stack was stopped mid-run).

@@ -130,10 +130,10 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
     assert run[:3] == ["2026-03-01 10:00", "succeeded", "1 / 1 / 7"]
     figures = health_world.figures[run_key(10)]
     shown = (
-        "hit_rate", "hit_rate_ttl", "coverage_pair", "coverage_a2a", "coverage_agg", "coverage_knn", "coverage_cohort",
+        "hit_rate", "hit_rate_ttl", "hit_ceiling_ttl", "coverage_pair", "coverage_a2a", "coverage_agg", "coverage_knn", "coverage_cohort",
         "coverage_any", "shadow_coverage_any",
     )  # fmt: skip
-    assert run[4:13] == [_percent(figures[name]) for name in shown]
+    assert run[4:14] == [_percent(figures[name]) for name in shown]
 
 
 def test_page_in_chromium_names_an_unreachable_store(
