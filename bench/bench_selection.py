@@ -22,6 +22,7 @@ import torch
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.models.training import FitConfig
 from solaris.precompute.budget import pair_values, select_within_budget
+from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.demand_features import demand_features
 from solaris.models.demand import predict
 from solaris.training.demand_fit import DemandPlan, labelled_pool, train_demand
@@ -48,8 +49,8 @@ def main(argv: list[str]) -> int:
         pool, _ = labelled_pool(log, at, TTL)
         features, t_features = timed(lambda: demand_features(log, pool, at, TTL))
         probs, t_predict = timed(lambda: predict(model, features))
-        scored = pool.assign(score=pair_values(probs, np.ones(len(probs))))
-        _, t_cut = timed(lambda: select_within_budget(scored, BUDGET))
+        scored = pool.assign(demand=probs, score=pair_values(probs, np.ones(len(probs))))
+        _, t_cut = timed(lambda: select_within_budget(scored, BUDGET, PrecomputeParams.min_demand))
         x = torch.as_tensor(features)
         with torch.inference_mode():
             _, t_bare = timed(lambda: model(x))

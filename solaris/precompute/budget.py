@@ -4,7 +4,8 @@ A pair's value is P(requested while fresh) x the expected gain of a pair code ov
 already give that pair (its cohort's gain) / its FM cost. Every pair costs one FM forward of the same
 size, so the cost is a constant and the ranking is by P x gain. Re-queued misses are scored like any other
 pair (their recent request is strong evidence of demand) and compete for the same budget: the budget is
-never exceeded.
+never exceeded. A pair whose P is below the run's ``min_demand`` is not worth a call at all: the budget is a
+cap, and a quiet hour may spend less of it.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ def pair_values(requested_probability: np.ndarray, gain: np.ndarray) -> np.ndarr
     return requested_probability * gain / FM_CALLS_PER_PAIR
 
 
-def select_within_budget(scored: pd.DataFrame, fm_budget: int) -> pd.DataFrame:
-    """The ``fm_budget`` rows of highest ``score`` (fewer when the pool is smaller), best first; ties go to
-    the lower user id, then the lower item id, so a rerun selects the same pairs. ``forced`` is all False."""
+def select_within_budget(scored: pd.DataFrame, fm_budget: int, min_demand: float) -> pd.DataFrame:
+    """The ``fm_budget`` rows of highest ``score`` among those whose ``demand`` (P(requested while fresh)) is at
+    least ``min_demand`` (fewer when fewer are), best first; ties go to the lower user id, then the lower item
+    id, so a rerun selects the same pairs. ``forced`` is all False."""
     if fm_budget < 1:
         raise ValueError(f"fm_budget must be a positive number of FM calls, got {fm_budget}")
+    if not 0 <= min_demand <= 1:
+        raise ValueError(f"min_demand must be a probability in [0, 1], got {min_demand}")
+    scored = scored[scored["demand"].to_numpy(np.float64) >= min_demand]
     users = scored["user_id"].to_numpy(np.int64)
     scores = scored["score"].to_numpy(np.float64)
     if not np.isfinite(scores).all():

@@ -39,7 +39,9 @@ class Staged:
 
 
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour")
-SELECTED = Staged("selected", "the pairs the verifier chose, with their score; re-queued pairs forced")
+SELECTED = Staged(
+    "selected", "the pairs the selector chose, with their score (the budget selector's with their demand too)"
+)
 # The FM's history of the selected users, so that an embedding task needs no event log: a worker on the
 # ``gpu`` queue reaches only the staging and MLflow (no disk shared with the hosts that hold the logs).
 HISTORY = Staged("history", "impressions of the selected users in the FM's history window, as of the hour")

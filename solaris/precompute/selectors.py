@@ -3,8 +3,8 @@
 - ``verifier``: the paper's. The pinned VM scores each candidate (position 0, every tier absent), the best
   ``top_fraction`` go to the FM, re-queued misses are forced on top (:mod:`.selection`).
 - ``budget``: the pinned demand model predicts which pairs will be requested while fresh, weighted by what a
-  pair code adds over the user's lower tiers, and the best ``fm_budget`` pairs go, re-queue included
-  (:mod:`solaris.precompute.budget`).
+  pair code adds over the user's lower tiers, and the best ``fm_budget`` pairs go, re-queue included, none
+  less likely to be requested than ``min_demand`` (:mod:`solaris.precompute.budget`).
 
 Each returns the scored pool (``score``: what the selector ranked by, kept in the score log) and the chosen
 rows with a ``forced`` column. Neither reads store features: they change as the run writes, and a rerun
@@ -93,8 +93,9 @@ def by_budget(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeL
         model.config.features,
     )
     gain = model.config.gain(with_aggregate(codes, users, run.interval_start, run.params.window_hours))
-    scored = pool.assign(score=pair_values(predict(model, features), gain))
-    return scored, select_within_budget(scored, run.params.fm_budget)
+    demand = predict(model, features)
+    scored = pool.assign(demand=demand, score=pair_values(demand, gain))
+    return scored, select_within_budget(scored, run.params.fm_budget, run.params.min_demand)
 
 
 SELECTORS: dict[str, Callable[[HourRun, Settings, pd.DataFrame, CodeLog], Choice]] = {

@@ -42,7 +42,7 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
 
     dag = dagbag.dags["solaris_precompute"]
     assert dag.schedule == "@hourly"
-    form = {"selector", "fm_budget", "top_fraction", "ttl_hours", "shards", "batch_size", "device"}
+    form = {"selector", "fm_budget", "min_demand", "top_fraction", "ttl_hours", "shards", "batch_size", "device"}
     assert set(dag.params) == set(FORM) == form
     for name in FORM:
         param = dag.params.get_param(name)
@@ -54,6 +54,7 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
     assert dag.params.get_param("selector").schema["enum"] == ["budget", "verifier"]
     assert dag.params.get_param("fm_budget").schema == {"type": "integer", "minimum": 1}
     assert "FM calls" in dag.params.get_param("fm_budget").description
+    assert dag.params.get_param("min_demand").schema == {"type": "number", "minimum": 0, "maximum": 1}
     shard = dag.task_dict["embed_shard"]
     assert (shard.pool, shard.queue) == (GPU_POOL, "gpu")
     assert isinstance(shard, MappedOperator)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
@@ -13,6 +14,7 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute import nodes, run_files
 from solaris.precompute.run import run_hour
+from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
 from solaris.training.jobs import TrainReport, World
@@ -57,6 +59,42 @@ def test_a_rerun_of_a_budget_hour_writes_the_same_pairs(settings: Settings) -> N
     after = store_checksum(settings.store_url)
     for table in ("pair_embeddings", "user_aggregates", "user_neighbours"):
         assert after[table] == before[table], table
+
+
+def selection(settings: Settings, at: datetime, params: dict[str, object]) -> pd.DataFrame:
+    """The pairs the hour's ``select`` step stages for the FM (the run is left unfinished, so they stay)."""
+    from solaris.precompute.pipeline import SELECTED
+
+    run = nodes.hour_run(nodes.resolve(settings, at, params, fixed_clock()))
+    nodes.candidates(run, settings)
+    nodes.select(run, settings)
+    return run_files.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
+
+
+def test_min_demand_spends_no_call_on_unlikely_pairs(settings: Settings) -> None:
+    """The floor takes the pairs below it out before the budget cut: what stays is the unfloored choice's
+    pairs above the floor, plus pairs the freed budget now reaches, all above it; the budget is a cap."""
+    start = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    run_hour(settings, start, PARAMS, clock=fixed_clock)  # a store with fresh pairs and misses to re-queue
+    at = start + timedelta(hours=1)
+    unfloored = selection(settings, at, PARAMS)
+    floor = float(unfloored["demand"].median())
+    floored = selection(settings, at, PARAMS | {"min_demand": floor})
+    assert (floored["demand"] >= floor).all() and len(floored) <= BUDGET
+    above = unfloored[unfloored["demand"] >= floor]
+    assert 0 < len(above) < len(unfloored) == BUDGET
+    assert above.merge(floored, on=["user_id", "item_id"]).shape[0] == len(above)
+
+
+def test_a_floor_no_pair_reaches_writes_nothing_and_the_run_succeeds(settings: Settings) -> None:
+    """A quiet hour may embed no pair at all; the run's other tiers (aggregates, neighbours, cohorts) still run."""
+    at = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    result = run_hour(settings, at, PARAMS | {"min_demand": 1.0}, clock=fixed_clock)
+    assert result["counts"]["selected"] == 0 and result["counts"]["pairs_written"] == 0
+    assert result["counts"]["cohort_codes_written"] > 0
+    with open_store(settings.store_url) as store:
+        record = store.get_run(result["run_key"])
+        assert record is not None and record.status == "succeeded"
 
 
 def test_a_demand_model_for_another_ttl_is_refused(settings: Settings) -> None:

@@ -22,6 +22,7 @@ def pool(n: int, seed: int = 0) -> pd.DataFrame:
             "item_id": np.arange(n),
             "source": pd.Categorical(sources),
             "score": rng.random(n).round(2),  # ties on purpose
+            "demand": rng.random(n),
         }
     )
 
@@ -29,7 +30,7 @@ def pool(n: int, seed: int = 0) -> pd.DataFrame:
 @pytest.mark.parametrize("budget", [1, 7, 100, 1000])
 def test_budget_is_never_exceeded_and_requeue_competes(budget: int) -> None:
     scored = pool(300)
-    chosen = select_within_budget(scored, budget)
+    chosen = select_within_budget(scored, budget, 0.0)
     assert len(chosen) == min(budget, len(scored))
     assert not chosen["forced"].any()
     # the best scores are taken: nothing left out scores above anything taken
@@ -43,8 +44,25 @@ def test_budget_is_never_exceeded_and_requeue_competes(budget: int) -> None:
 def test_ties_break_by_user_then_item_whatever_the_row_order() -> None:
     scored = pool(300)
     shuffled = scored.sample(frac=1.0, random_state=1)
-    a, b = select_within_budget(scored, 40), select_within_budget(shuffled, 40)
+    a, b = select_within_budget(scored, 40, 0.0), select_within_budget(shuffled, 40, 0.0)
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+@pytest.mark.parametrize("budget", [10, 1000])
+def test_no_pair_below_min_demand_is_chosen_even_with_budget_left(budget: int) -> None:
+    scored = pool(300)
+    chosen = select_within_budget(scored, budget, 0.6)
+    worth = scored[scored["demand"] >= 0.6]
+    assert len(chosen) == min(budget, len(worth)) and (chosen["demand"] >= 0.6).all()
+    # above the floor it is the budget cut as before: the best scores of the pairs worth a call
+    pd.testing.assert_frame_equal(chosen, select_within_budget(worth, budget, 0.0))
+    assert select_within_budget(scored, budget, 1.0).empty
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "0.2"])
+def test_bad_min_demand_is_refused_by_name(bad: object) -> None:
+    with pytest.raises(ValueError, match="min_demand"):
+        PrecomputeParams.from_mapping({"min_demand": bad})
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, "100", True])
