@@ -2,9 +2,10 @@
 
 Each verifier arm runs the eval span's last hours at one ``top_fraction``; what it spends per served hour
 becomes the ``fm_budget`` of a budget arm over the same hours, so both spend the same FM calls (the budget
-arm never more). The demand model the budget arms pin is trained on the hours before the arms' warm-up,
-with its per-cohort gains estimated from the main run's features as served over the day before that,
-scored by the serving VM: nothing the arms serve is seen by the model that chooses for them.
+arm never more); the default verifier's spend also gets a budget arm with a third of its calls. The demand
+model the budget arms pin is trained on the hours before the arms' warm-up, with its per-cohort gains
+estimated from the main run's features as served over the day before that, scored by the serving VM:
+nothing the arms serve is seen by the model that chooses for them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
 from solaris.eval.arms import Arms, efficiency, mean_coverage
 from solaris.eval.figures import HourFigures, ModelScore, SpeculationPoint
+from solaris.precompute.params import PrecomputeParams
 from solaris.training.demand import DemandDecision, train_demand_job
 from solaris.training.demand_fit import DemandPlan
 from solaris.training.demand_gains import served_gains
@@ -25,6 +27,7 @@ from solaris.vms import choose
 from solaris.tracking import registry
 
 SPECULATION_FRACTIONS = (0.1, 0.2, 0.4)  # the verifier's budgets; each also sets a budget arm's fm_budget
+THIRD = 3  # the default verifier's calls are also divided by this for one more budget arm
 GAIN_HOURS = 24
 
 
@@ -61,12 +64,19 @@ def point(selector: str, fm_budget: int, top_fraction: float | None, figures: li
 
 
 def compare_selectors(arms: Arms, fractions: tuple[float, ...], params: dict[str, object]) -> list[SpeculationPoint]:
-    """A verifier arm per fraction, then a budget arm with the FM calls it spent per served hour."""
+    """A verifier arm per fraction, then a budget arm with the FM calls it spent per served hour; last, where
+    the fractions hold the default one, a budget arm with a third of that verifier's calls (#15's other form
+    of its goal: the verifier's coverage with at most a third of its FM calls)."""
     points = []
     for fraction in fractions:
         run, scored = arms.run(f"verifier-{fraction:g}", params | {"selector": "verifier", "top_fraction": fraction})
         budget = max(1, round(sum(f.fm_calls for f in run.figures) / len(run.figures)))
         points.append(point("verifier", budget, fraction, run.figures, scored))
-        run, scored = arms.run(f"budget-{budget}", params | {"selector": "budget", "fm_budget": budget})
-        points.append(point("budget", budget, None, run.figures, scored))
-    return points
+        points.append(budget_point(arms, budget, params))
+    default = [p.fm_budget for p in points if p.top_fraction == PrecomputeParams.top_fraction]
+    return points + [budget_point(arms, max(1, budget // THIRD), params) for budget in default]
+
+
+def budget_point(arms: Arms, budget: int, params: dict[str, object]) -> SpeculationPoint:
+    run, scored = arms.run(f"budget-{budget}", params | {"selector": "budget", "fm_budget": budget})
+    return point("budget", budget, None, run.figures, scored)

@@ -234,8 +234,8 @@ def test_a_refreshed_fm_is_written_in_shadow_first_and_no_hour_loses_ten_points_
 
 def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings, ReplayReport]) -> None:
     settings, report = replayed
-    points = report.speculation
-    assert [p.selector for p in points] == ["verifier", "budget"] * 3
+    points, third = report.speculation[:6], report.speculation[6]
+    assert [p.selector for p in report.speculation] == ["verifier", "budget"] * 3 + ["budget"]
     assert [p.top_fraction for p in points[::2]] == [0.1, 0.2, 0.4]
     served_hours = 6
     for verifier, budget in zip(points[::2], points[1::2], strict=True):
@@ -244,6 +244,8 @@ def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings
         assert 0 <= budget.coverage_pair <= 1 and budget.ne_ci95 is not None
         for arm in (verifier, budget):
             assert arm.hit_rate_ttl is not None and 0 < arm.hit_ceiling_ttl <= 1
+    # and a third of the default verifier's calls, for "its coverage with at most a third of its calls"
+    assert third.fm_budget == points[2].fm_budget // 3 and third.fm_calls <= third.fm_budget * served_hours
     swept = {p.top_fraction: p for p in report.sweep}
     for verifier in points[::2]:  # the sweep's own arm, run once: its figures, not a second replay's
         assert verifier.coverage_pair == swept[verifier.top_fraction].coverage["pair"]
