@@ -66,8 +66,8 @@ class PrecomputeParams:
     # (replay seed 0, the selector comparison's served hours).
     fm_budget: int = knob(FM_BUDGET, "FM calls per hour at most (selector budget)", minimum=1, in_form=True)
     # A floor under the budget: a call on a pair this unlikely to be requested is not worth making even with
-    # budget left. On default seed 2 (ablation sim, 60,000 budget) 0.05 saves 15% of the calls for 1.1 points of
-    # coverage, and 0.2 is what a 30% hit rate while fresh takes: 14k calls an hour, 42% coverage.
+    # budget left. On default seed 2 (ablations/demand_bound.py, 60,000 budget) 0.05 saves 15% of the calls for
+    # 1.1 points of coverage, and 0.2 is what a 30% hit rate while fresh takes: 14k calls an hour, 42% coverage.
     min_demand: float = knob(
         0.0,
         "embed no pair less likely than this to be requested while fresh, even with budget left (selector "
