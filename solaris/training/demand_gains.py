@@ -1,10 +1,12 @@
 """What a pair code is worth, per cohort, estimated from features as served.
 
-On every served row that had a pair code, the serving VM's log loss as served is compared with its loss on
-the same row with the pair code taken away (its block zeroed, its flag 0: exactly what the VM sees when the
-pair tier misses), the lower tiers left as they were. The mean difference per cohort (the user had an
+On every served row fed by the user's own pair code, the serving VM's log loss as served is compared with its
+loss on the same row with the pair code taken away (its block zeroed, its flag 0: exactly what the VM sees when
+the pair tier misses), the lower tiers left as they were. The mean difference per cohort (the user had an
 aggregate or not) is the pair code's expected gain there: one model, the same rows, no confounding by which
-pairs happened to be precomputed.
+pairs happened to be precomputed. A new user's cohort code also fills the pair input, but it is not what the
+selector buys: counted, those rows (new users, no aggregate) price the no-aggregate cohort at a cohort code's
+gain, 20x below the aggregate cohort's on default seed 0, and the selector starves users without one.
 
 One table serves every VM, so a pair code is worth what it gains all of them: :func:`consumers_gains` sums
 each cohort's gain over the VMs that measured one (each on its own label, in the same unit, nats per row).
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from solaris.data.eventlog import EventLog
+from solaris.enrichment.tiers import TIER_NAMES
 from solaris.models.demand import COHORTS
 from solaris.models.splits import Span
 from solaris.models.vm import VerticalModel, score, tier_columns
@@ -33,12 +36,13 @@ def _log_loss(label: np.ndarray, p: np.ndarray) -> np.ndarray:
     return -(label * np.log(p) + (1 - label) * np.log(1 - p))
 
 
-def cohort_gains(vm: VerticalModel, served: np.ndarray, label: np.ndarray) -> dict[str, float]:
-    """Mean log-loss gain of the pair code per cohort (keys of :data:`COHORTS`), floored at a small positive
-    value so that a cohort is never worth nothing; ``{}`` when no cohort has enough pair-fed rows."""
+def cohort_gains(vm: VerticalModel, served: np.ndarray, label: np.ndarray, own_pair: np.ndarray) -> dict[str, float]:
+    """Mean log-loss gain of the pair code per cohort (keys of :data:`COHORTS`) over the rows ``own_pair`` marks
+    (fed by the user's own pair code), floored at a small positive value so that a cohort is never worth
+    nothing; ``{}`` when no cohort has enough such rows."""
     dim = vm.config.code_dim
     pair, agg = tier_columns(dim, "pair"), tier_columns(dim, "agg")
-    fed = served[:, pair.stop - 1] > 0
+    fed = own_pair & (served[:, pair.stop - 1] > 0)
     without = served[fed].copy()
     without[:, pair] = 0.0
     gain = _log_loss(label[fed], score(vm, without)) - _log_loss(label[fed], score(vm, served[fed]))
@@ -64,7 +68,8 @@ def served_gains(
     shown, served = joined(log, span, served_dir, vm.config.embedding_version, vm.config.code_dim, every_impression=False)
     if not shown.num_rows:
         return {}
-    return cohort_gains(vm, served_matrix(shown, served), shown[label].to_numpy().astype(np.float32))
+    own_pair = served["tier"].to_numpy() == TIER_NAMES.index("pair")
+    return cohort_gains(vm, served_matrix(shown, served), shown[label].to_numpy().astype(np.float32), own_pair)
 
 
 def consumers_gains(per_vm: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
