@@ -30,7 +30,6 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import pyarrow.compute as pc
 import torch
 
 from solaris.data.eventlog import EventLog
@@ -46,6 +45,7 @@ from solaris.models.metrics import auc
 from solaris.models.training import FitConfig
 from solaris.precompute.demand_features import NAMES, demand_features
 from solaris.precompute.params import PrecomputeParams
+from solaris.precompute.quality import requested_pairs
 from solaris.training.demand_fit import DemandPlan, Rows, fit_demand, labelled_pool, training_hours
 
 TRUE_RATE = "user_true_requests_while_fresh"
@@ -92,11 +92,7 @@ def served_keys(log: EventLog, at: datetime) -> tuple[np.ndarray, np.ndarray, np
     shown = log.impressions(at, at + HOUR, columns=["request_id", "user_id", "item_id"])
     _, request = np.unique(shown["request_id"].to_numpy(), return_inverse=True)
     shown_keys = pair_key(shown["user_id"].to_numpy().astype(np.int64), shown["item_id"].to_numpy().astype(np.int64))
-    table = log.requests(at, at + HOUR, columns=["user_id", "candidates"])
-    lengths = pc.list_value_length(table["candidates"]).to_numpy(zero_copy_only=False)
-    users = np.repeat(table["user_id"].to_numpy().astype(np.int64), lengths)
-    items = pc.list_flatten(table["candidates"].combine_chunks()).to_numpy(zero_copy_only=False).astype(np.int64)
-    return shown_keys, request, pair_key(users, items)
+    return shown_keys, request, pair_key(*requested_pairs(log, at, at + HOUR))
 
 
 @dataclass(frozen=True)
