@@ -10,6 +10,10 @@ allows. For each hour a replay arm wrote pair codes, over the pairs fresh in ``[
   request: no selector that spends its budget on this pool can exceed it (the run records' ``hit_ceiling_ttl``,
   :func:`solaris.precompute.quality.hit_ceiling`, here over every hour the arm wrote).
 
+An hour whose pairs were written without a scored pool (a shadow run writes the challenger's codes for the
+champion's selection and scores nothing) has no oracle and no ceiling: it is left out of every figure, and
+counted, so that all of them are over the same hours.
+
     .venv/bin/python ablations/hit_ceiling.py var/replay/default/seed-2/state/budget-58279
 """
 
@@ -36,16 +40,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("arm", type=Path, help="a replay arm's state folder (<replay out>/seed-N/state/<arm>)")
     parser.add_argument("--ttl-hours", type=int, default=PrecomputeParams.ttl_hours)
+    parser.add_argument("--version", help="the embedding version to read, where the arm wrote several (an FM refresh)")
     args = parser.parse_args(argv)
     var = args.arm / "var"
     log = EventLog(var / "worlds" / "replay")
-    (version,) = (p.name for p in (var / "precompute" / "codes").iterdir())
+    written = sorted(p.name for p in (var / "precompute" / "codes").iterdir())
+    version = args.version or (written[0] if len(written) == 1 else None)
+    if version not in written:
+        parser.error(f"--version: {args.arm} wrote {', '.join(written)}; name one of them")
     codes = CodeLog(var / "precompute" / "codes", version, parse_embedding_version(version).dim)
-    total = dict.fromkeys(COUNTS, 0)
+    total, poolless = dict.fromkeys(COUNTS, 0), 0
     for hour in log.hours():
         if hour + args.ttl_hours * HOUR > log.end:
             break
-        for name, n in hour_counts(log, codes, hour, args.ttl_hours).items():
+        counts = hour_counts(log, codes, hour, args.ttl_hours)
+        if counts is None:
+            poolless += 1
+            continue
+        for name, n in counts.items():
             total[name] += n
     if not total["written"]:
         print(f"{args.arm}: no pair codes written", file=sys.stderr)
@@ -54,14 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ABLATION {args.arm.name} ({version}, TTL {args.ttl_hours} h, {written:,} pairs written): "
           f"hit {total['hits'] / written:.3f} = user returns {total['returning'] / written:.3f} x hit | returns "
           f"{total['returning_hits'] / returning:.3f}; return oracle {total['oracle_hits'] / written:.3f}; "
-          f"ceiling {hit_ceiling(total['pool_requested'], written):.3f}")
+          f"ceiling {hit_ceiling(total['pool_requested'], written):.3f}"
+          + (f"; {poolless} hours written without a scored pool left out" if poolless else ""))
     return 0
 
 
-def hour_counts(log: EventLog, codes: CodeLog, hour: datetime, ttl_hours: int) -> dict[str, int]:
+def hour_counts(log: EventLog, codes: CodeLog, hour: datetime, ttl_hours: int) -> dict[str, int] | None:
+    """The hour's counts; None where it wrote pairs but scored no pool."""
     written, pool = codes.read(hour, hour + HOUR), codes.score_log.read(hour, hour + HOUR)
     if not len(written.user_ids):
         return dict.fromkeys(COUNTS, 0)
+    if not len(pool.user_ids):
+        return None
     users, items = requested_pairs(log, hour, hour + ttl_hours * HOUR)
     hit = requested_mask(written.user_ids, written.item_ids, users, items)
     returns = np.isin(written.user_ids, users)
