@@ -22,7 +22,7 @@ from solaris.eval import loop
 from solaris.eval.events import ServedEvents
 from solaris.eval.figures import HourFigures, ModelScore
 from solaris.eval.protocol import FM, VM_BASE
-from solaris.eval.scoring import score_models
+from solaris.eval.scoring import ne_gains, score_models
 from solaris.eval.variants import SWEEP_VARIANT, predict, variant
 from solaris.models.splits import Span
 from solaris.models.vm import VerticalModel
@@ -63,16 +63,27 @@ class Arms:
     # Arms already run, by their parameters: the selector comparison's verifier arms are sweep points, and an
     # arm is a deterministic function of its parameters, so each runs once.
     done: dict[str, tuple[loop.SpanRun, ModelScore]] = field(default_factory=dict)
+    # The SOLARIS VM's probabilities on each arm's served events, by the same key: two arms' NEs are paired
+    # over the main run's requests (every arm serves its events, checked).
+    solaris_probs: dict[str, np.ndarray] = field(default_factory=dict)
 
     def run(self, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
         """Replay the arm's hours with ``params`` on a fresh store (once per distinct ``params``); the SOLARIS
         VM's score on what it served."""
-        key = json.dumps(params, sort_keys=True, default=str)
+        key = _key(params)
         if key not in self.done:
-            self.done[key] = self._run(name, params)
+            self.done[key] = self._run(key, name, params)
         return self.done[key]
 
-    def _run(self, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
+    def ne_gain(self, reference: dict[str, Any], params: dict[str, Any]) -> tuple[float, list[float]]:
+        """The SOLARIS VM's NE on the ``reference`` arm minus its NE on the ``params`` arm, with the paired 95%
+        interval (the same resamples as the arms' own scores); both arms must have run."""
+        (found,) = ne_gains(self.main_events.label, self.main_events.requests,
+                            {"reference": self.solaris_probs[_key(reference)], "arm": self.solaris_probs[_key(params)]},
+                            [("reference", "arm")], self.seed)  # fmt: skip
+        return found
+
+    def _run(self, key: str, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:
         settings = self.settings_for(name)
         with open_configured_store(settings, init=True) as store:
             ranker = Ranker(store, self.model, ServedLog(served_dir(settings.served_root, self.model.pinned.vm_name)))
@@ -88,7 +99,12 @@ class Arms:
             VM_BASE: predict(variant(VM_BASE), self.refreshed[VM_BASE], same),
             SWEEP_VARIANT: predict(variant(SWEEP_VARIANT), self.refreshed[SWEEP_VARIANT], arm),
         }
+        self.solaris_probs[key] = probs[SWEEP_VARIANT]
         return run, score_models(arm.label, arm.requests, probs, self.seed)[-1]
+
+
+def _key(params: dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True, default=str)
 
 
 def mean_coverage(figures: list[HourFigures], which: str = "coverage") -> dict[str, float]:

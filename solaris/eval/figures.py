@@ -106,6 +106,11 @@ class SpeculationPoint:
     ne: float  # the SOLARIS VM (all tiers) on what the arm served
     ne_ci95: Interval | None = None
     hit_ceiling_ttl: float | None = None  # the most hit_rate_ttl could be on the arm's pools (None: older report)
+    # A budget arm's NE gain over the verifier arm it is set against (the one whose spend it got, or the default
+    # verifier for the third-of-its-calls arm; positive: the budget arm is better), paired over the same requests;
+    # None for a verifier arm and in an older report.
+    ne_gain_vs_verifier: float | None = None
+    ne_gain_vs_verifier_ci95: Interval | None = None
 
 
 @dataclass(frozen=True)

@@ -160,5 +160,6 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
             mlflow.log_metrics({f"{key}_{k}": float(v) for k, v in
                                 (("coverage_pair", p.coverage_pair), ("fm_calls", p.fm_calls), ("ne", p.ne),
                                  ("hit_rate_ttl", p.hit_rate_ttl), ("hit_ceiling_ttl", p.hit_ceiling_ttl),
-                                 ("requested_auc", p.requested_auc)) if v is not None})  # fmt: skip
+                                 ("requested_auc", p.requested_auc), ("ne_gain_vs_verifier", p.ne_gain_vs_verifier))
+                                if v is not None})  # fmt: skip
         mlflow.log_artifacts(str(folder), artifact_path="report")

@@ -62,18 +62,30 @@ def tier_contributions(
 ) -> list[TierContribution]:
     """Per ``(tier, without, with_tier)`` of the ladder, the NE gain of the model with the tier over the one
     without it, paired over the same resampled requests (the seed gives :func:`score_models`'s resamples)."""
+    gains = ne_gains(labels, requests, probs, [(without, with_tier) for _, without, with_tier in ladder], seed, resamples)
+    return [
+        TierContribution(tier, without, with_tier, gain, ci, marginal.get(tier, 0.0))
+        for (tier, without, with_tier), (gain, ci) in zip(ladder, gains, strict=True)
+    ]
+
+
+def ne_gains(
+    labels: np.ndarray,
+    requests: np.ndarray,
+    probs: Mapping[str, np.ndarray],
+    pairs: Sequence[tuple[str, str]],
+    seed: int,
+    resamples: int = RESAMPLES,
+) -> list[tuple[float, list[float]]]:
+    """Per ``(reference, model)`` of ``pairs``: the reference's NE minus the model's (positive: the model is
+    better) and its 95% interval, paired over the same resampled requests."""
     names = list(probs)
     samples = resampled_ne(request_sums(requests, labels, probs), resamples, seed)
     ne = {name: metrics.summary(labels, probs[name])["ne"] for name in names}
     found = []
-    for tier, without, with_tier in ladder:
-        a, b = names.index(without), names.index(with_tier)
-        found.append(
-            TierContribution(
-                tier, without, with_tier, ne[without] - ne[with_tier], list(interval(samples[:, a] - samples[:, b])),
-                marginal.get(tier, 0.0),
-            )
-        )
+    for reference, model in pairs:
+        a, b = names.index(reference), names.index(model)
+        found.append((ne[reference] - ne[model], list(interval(samples[:, a] - samples[:, b]))))
     return found
 
 

@@ -46,8 +46,16 @@ def train_arms_demand(
     return train_demand_job(registry.connect(settings), settings, log, until, ttl_hours, plan, gains)
 
 
-def point(selector: str, fm_budget: int, top_fraction: float | None, figures: list[HourFigures], scored: ModelScore) -> SpeculationPoint:
+def point(
+    selector: str,
+    fm_budget: int,
+    top_fraction: float | None,
+    figures: list[HourFigures],
+    scored: ModelScore,
+    vs_verifier: tuple[float, list[float]] | None = None,
+) -> SpeculationPoint:
     found = efficiency(figures)
+    gain, gain_ci = vs_verifier or (None, None)
     return SpeculationPoint(
         selector=selector,
         fm_budget=fm_budget,
@@ -60,6 +68,8 @@ def point(selector: str, fm_budget: int, top_fraction: float | None, figures: li
         fm_calls_per_covered_candidate=found["fm_calls_per_covered_candidate"],
         ne=scored.ne,
         ne_ci95=scored.ne_ci95,
+        ne_gain_vs_verifier=gain,
+        ne_gain_vs_verifier_ci95=gain_ci,
     )
 
 
@@ -67,16 +77,20 @@ def compare_selectors(arms: Arms, fractions: tuple[float, ...], params: dict[str
     """A verifier arm per fraction, then a budget arm with the FM calls it spent per served hour; last, where
     the fractions hold the default one, a budget arm with a third of that verifier's calls (#15's other form
     of its goal: the verifier's coverage with at most a third of its FM calls)."""
-    points = []
+    points, default = [], []
     for fraction in fractions:
-        run, scored = arms.run(f"verifier-{fraction:g}", params | {"selector": "verifier", "top_fraction": fraction})
+        verifier = params | {"selector": "verifier", "top_fraction": fraction}
+        run, scored = arms.run(f"verifier-{fraction:g}", verifier)
         budget = max(1, round(sum(f.fm_calls for f in run.figures) / len(run.figures)))
         points.append(point("verifier", budget, fraction, run.figures, scored))
-        points.append(budget_point(arms, budget, params))
-    default = [p.fm_budget for p in points if p.top_fraction == PrecomputeParams.top_fraction]
-    return points + [budget_point(arms, max(1, budget // THIRD), params) for budget in default]
+        points.append(budget_point(arms, budget, params, verifier))
+        if fraction == PrecomputeParams.top_fraction:
+            default.append((budget, verifier))
+    return points + [budget_point(arms, max(1, budget // THIRD), params, verifier) for budget, verifier in default]
 
 
-def budget_point(arms: Arms, budget: int, params: dict[str, object]) -> SpeculationPoint:
-    run, scored = arms.run(f"budget-{budget}", params | {"selector": "budget", "fm_budget": budget})
-    return point("budget", budget, None, run.figures, scored)
+def budget_point(arms: Arms, budget: int, params: dict[str, object], verifier: dict[str, object]) -> SpeculationPoint:
+    """The budget selector at ``budget``, its NE set against the ``verifier`` arm's."""
+    arm = params | {"selector": "budget", "fm_budget": budget}
+    run, scored = arms.run(f"budget-{budget}", arm)
+    return point("budget", budget, None, run.figures, scored, arms.ne_gain(verifier, arm))

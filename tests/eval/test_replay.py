@@ -244,14 +244,20 @@ def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings
         assert 0 <= budget.coverage_pair <= 1 and budget.ne_ci95 is not None
         for arm in (verifier, budget):
             assert arm.hit_rate_ttl is not None and 0 < arm.hit_ceiling_ttl <= 1
+        # NE set against the verifier whose spend it got, paired over the same requests
+        assert verifier.ne_gain_vs_verifier is None
+        assert budget.ne_gain_vs_verifier == pytest.approx(verifier.ne - budget.ne, abs=1e-9)
+        low, high = budget.ne_gain_vs_verifier_ci95
+        assert low < high < low + (budget.ne_ci95[1] - budget.ne_ci95[0])  # paired: narrower than one arm's own
     # and a third of the default verifier's calls, for "its coverage with at most a third of its calls"
     assert third.fm_budget == points[2].fm_budget // 3 and third.fm_calls <= third.fm_budget * served_hours
+    assert third.ne_gain_vs_verifier == pytest.approx(points[2].ne - third.ne, abs=1e-9)
     swept = {p.top_fraction: p for p in report.sweep}
     for verifier in points[::2]:  # the sweep's own arm, run once: its figures, not a second replay's
         assert verifier.coverage_pair == swept[verifier.top_fraction].coverage["pair"]
         assert verifier.ne == swept[verifier.top_fraction].ne
     client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
     run = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])[0]
-    assert {f"speculation_budget_{points[1].fm_budget}_{k}" for k in ("coverage_pair", "hit_ceiling_ttl")} <= set(run.data.metrics)
+    assert {f"speculation_budget_{points[1].fm_budget}_{k}" for k in ("coverage_pair", "hit_ceiling_ttl", "ne_gain_vs_verifier")} <= set(run.data.metrics)
     html = (settings.data_dir / "replay" / "tiny" / "seed-0" / "report" / "report.html").read_text()
     assert "Selectors at equal FM budgets" in html and "speculation.png" in html

@@ -46,13 +46,17 @@ SCORE_HEADER = ("NE", "95% CI", "gain vs base", "95% CI", "transfer", "95% CI")
 def score_cells(s: ModelScore | SweepPoint) -> tuple[str, ...]:
     """NE, the NE gain over the base VM and the transfer ratio, each with its interval."""
     return (
-        num(s.ne), interval(s.ne_ci95, num), num(s.ne_gain, "+.4f"), interval(s.ne_gain_ci95, lambda x: num(x, "+.4f")),
+        num(s.ne), interval(s.ne_ci95, num), num(s.ne_gain, "+.4f"), gain_interval(s.ne_gain_ci95),
         pct(s.transfer_ratio), interval(s.transfer_ratio_ci95, pct),
     )  # fmt: skip
 
 
 def interval(ci: list[float] | None, cell: Callable[[float], str]) -> str:
     return DASH if ci is None else f"[{cell(ci[0])}, {cell(ci[1])}]"
+
+
+def gain_interval(ci: list[float] | None) -> str:
+    return interval(ci, lambda x: num(x, "+.4f"))
 
 
 def _models(report: ReplayReport) -> Section:
@@ -102,7 +106,7 @@ def _tiers(report: ReplayReport) -> Section:
     rows = [
         (
             TIER_LABELS[c.tier], pct(c.coverage_marginal), num(c.ne_gain, "+.4f"),
-            interval(c.ne_gain_ci95, lambda x: num(x, "+.4f")), _adds(c),
+            gain_interval(c.ne_gain_ci95), _adds(c),
             f"{c.with_tier} vs {c.without}",
         )
         for c in report.tier_contributions
@@ -173,11 +177,11 @@ def _speculation(report: ReplayReport) -> Section:
     rows = [
         (p.selector, num(p.fm_budget, ".0f"), num(p.top_fraction, "g"), num(p.fm_calls, ".0f"), pct(p.coverage_pair),
          pct(p.hit_rate_ttl), pct(p.hit_ceiling_ttl), num(p.requested_auc, ".3f"), num(p.fm_calls_per_covered_candidate, ".3f"), num(p.ne),
-         interval(p.ne_ci95, num))
+         interval(p.ne_ci95, num), num(p.ne_gain_vs_verifier, "+.4f"), gain_interval(p.ne_gain_vs_verifier_ci95))
         for p in report.speculation
     ]  # fmt: skip
     header = ("selector", "FM budget/h", "top_fraction", "FM calls", "cov pair", "hit while fresh", "hit ceiling", "requested AUC",
-              "FM calls/covered cand.", "NE", "95% CI")  # fmt: skip
+              "FM calls/covered cand.", "NE", "95% CI", "NE gain vs verifier", "95% CI")  # fmt: skip
     return Section("Selectors at equal FM budgets (SOLARIS, all tiers)", header, rows)
 
 
