@@ -91,6 +91,7 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
         }
         page = api_json(state.urls["airflow"] + "/solaris/api/health?hours=48")
         mlflow_p99 = mlflow_history(state.urls["mlflow"], "ranker_p99_ms")
+        decisions = promotion_decisions(state.urls["mlflow"])
     finally:
         if state is not None:
             started = procs.members(state.procs)
@@ -98,6 +99,14 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
     assert down.returncode == 0, down.stderr
     assert not state_path(settings).exists()
     assert not (left := left_behind(state, started)), f"still running after stack down: {left}"
+    recorded = read_hours(load_log_path(settings.data_dir))
+    load = [h for h in recorded if h["answered"]]
+    with open_store(settings.store_url) as store:
+        records = {r.interval_start: r for r in store.recent_runs(100)}
+    # printed before the checks, so that a failed soak shows its hours and the gate's decisions
+    print(f"\nsoak: {SOAK_HOURS} simulated hours in {soak_s:.0f} s wall")
+    print(hourly_table(runs[PRECOMPUTE], records, load))
+    print("promotion decisions:", *decisions, sep="\n  ")
 
     # Every run the scheduler's: each succeeded, and no simulated hour went without its precompute.
     for dag, dag_runs_ in runs.items():
@@ -107,8 +116,6 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
     assert len(hours) >= SOAK_HOURS and all(b - a == HOUR for a, b in zip(hours, hours[1:])), hours
     assert len(runs[TRAIN]) >= 2  # the day past at unpause, and simulated midnight's
 
-    recorded = read_hours(load_log_path(settings.data_dir))
-    load = [h for h in recorded if h["answered"]]
     # The plugin page and MLflow show the hours at their simulated times.
     world_end = EventLog(settings.world_dir()).end
     assert hours[0] < datetime.fromisoformat(page["at"]) <= world_end + LAG
@@ -123,10 +130,7 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
     check_no_row_served_past_its_ttl(settings, served)
     promoted = check_the_switch_has_no_cold_hour(served)
 
-    with open_store(settings.store_url) as store:
-        records = {r.interval_start: r for r in store.recent_runs(100)}
-    print(f"\nsoak: {SOAK_HOURS} simulated hours in {soak_s:.0f} s wall, promotion served from {promoted}")
-    print(hourly_table(runs[PRECOMPUTE], records, load))
+    print(f"promotion served from {promoted}")
     memory = {k: (round(at_start.get(k, 0)), round(warm[k]), round(end.get(k, 0))) for k in warm}
     print("memory (MB) at the start, once warm, at the end:", memory)
     grown = {name: end[name] / warm[name] for name in warm if name in end}
@@ -140,6 +144,16 @@ def api_json(url: str) -> dict[str, Any]:
             return json.loads(answer.read())
     except urllib.error.HTTPError as exc:
         return json.loads(exc.read())
+
+
+def promotion_decisions(url: str) -> list[str]:
+    """Each gate decision of the soak, oldest first: the run's name, whether it promoted, and why."""
+    client = MlflowClient(url)
+    experiment = client.get_experiment_by_name("solaris-promotion")
+    if experiment is None:
+        return ["none (no solaris-promotion experiment)"]
+    runs = client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
+    return [f"{r.info.run_name}: promoted={r.data.tags.get('promoted')} ({r.data.tags.get('reason')})" for r in runs]
 
 
 def mlflow_history(url: str, metric: str) -> dict[datetime, float]:
