@@ -64,7 +64,7 @@ def known_user_mask(log: EventLog, shown: pa.Table, end: datetime) -> np.ndarray
         signed = signups.filter(pc.is_valid(signups[SIGNUP_COLUMN]))
         users.append(_ids(signed["user_id"]))
         seen.append(_micros(signed[SIGNUP_COLUMN]))
-    known_users, first_seen = _earliest(np.concatenate(users), np.concatenate(seen))
+    known_users, first_seen = earliest(np.concatenate(users), np.concatenate(seen))
     user = _ids(shown["user_id"])
     if not len(known_users):
         return np.zeros(len(user), bool)
@@ -81,12 +81,12 @@ def _micros(ts: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.cast(pc.cast(ts, pa.timestamp("us", tz="UTC")), pa.int64()).to_numpy(), np.int64)
 
 
-def _earliest(users: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct users and each one's earliest time."""
-    distinct, inverse = np.unique(users, return_inverse=True)
-    earliest = np.full(len(distinct), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(earliest, inverse, times)
-    return distinct, earliest
+def earliest(ids: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct ids and each one's earliest time."""
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    first = np.full(len(distinct), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inverse, times)
+    return distinct, first
 
 
 def cohort_reach(log: EventLog, span: Span, grids: Sequence[tuple[int, int]], params: PrecomputeParams) -> CohortReach:
