@@ -29,6 +29,10 @@ CASES = {
         ["data", "generate", "--preset", "tiny", "--hours", "73"], "hours=73 must lie in [1, 72]"
     ),
     "data live, no world": (["data", "live", "--name", "absent"], "is not an event log"),
+    "data profile, no world": (["data", "profile", "absent"], "no world 'absent' under"),
+    "data profile, TTL out of bounds": (
+        ["data", "profile", "absent", "--ttl-hours", "49"], "ttl_hours must be in [1, 48]"
+    ),
     "data live, a clock too fast": (["data", "live", "--hour-seconds", "0.1"], "hour_seconds must be at least 1"),
 }
 

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from solaris.precompute.params import cli_option
+
 if TYPE_CHECKING:
     from solaris.config import Settings
     from solaris.data.eventlog import EventLog
@@ -77,6 +79,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     summ = dsub.add_parser("summary", help="print an event log's summary")
     summ.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
     summ.set_defaults(handler=summary)
+
+    prof = dsub.add_parser("profile", help="what an event log can support: known users, new ids, repeats, ceilings")
+    prof.add_argument("world", help="a world name under $SOLARIS_DATA_DIR/worlds, or a folder path (anything with a /)")
+    prof.add_argument(
+        "--json", type=Path, metavar="PATH",
+        help="write the profile's JSON here (default: $SOLARIS_DATA_DIR/profiles/<world>.json; the path is printed)",
+    )  # fmt: skip
+    flag, options = cli_option("ttl_hours")
+    prof.add_argument(flag, **options)
+    prof.set_defaults(handler=profile)
 
     live = dsub.add_parser("live", help="continue a generated world hour by hour on the live clock")
     live.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
@@ -248,3 +260,35 @@ def summary(args: argparse.Namespace) -> int:
 
     print(json.dumps(EventLog(get_settings().world_dir(args.name)).summary(), indent=2))
     return 0
+
+
+def profile(args: argparse.Namespace) -> int:
+    """Print the log's profile and write it as JSON (:mod:`solaris.data.profile`)."""
+    from solaris.config import get_settings
+    from solaris.data.eventlog import EventLog
+    from solaris.data.profile import profile_log
+    from solaris.data.profile_table import render
+    from solaris.precompute.params import PrecomputeParams
+
+    settings = get_settings()
+    params = PrecomputeParams(ttl_hours=args.ttl_hours)
+    log = EventLog(_world_folder(args.world, settings))
+    figures = profile_log(log, params)
+    target = args.json or settings.data_dir / "profiles" / f"{log.root.name}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(figures, indent=2) + "\n")
+    print(render(figures))
+    print(f"\nwrote {target}")
+    return 0
+
+
+def _world_folder(world: str, settings: Settings) -> Path:
+    """A name is looked up under the worlds folder; anything with a path separator is a folder as given."""
+    if "/" in world or world in (".", ".."):
+        return Path(world)
+    folder = settings.world_dir(world)
+    if not folder.is_dir():
+        names = sorted(p.name for p in settings.worlds_dir.glob("*") if p.is_dir() and not p.name.startswith("."))
+        there = f"worlds there: {', '.join(names)}" if names else "none there"
+        raise FileNotFoundError(f"no world {world!r} under {settings.worlds_dir} ({there}); pass a name or a folder")
+    return folder
