@@ -99,5 +99,6 @@ def _ceilings(ceilings: dict[str, Any] | None, ttl_hours: int) -> list[str]:
         f"  user-keyed tiers (pair, A2A, aggregate, neighbours): {pct(ceilings['users_known'])} (users known)",
         f"  new-user cohort tier at {cohort['grid']}: {pct(cohort['share'])} "
         f"(of {pct(cohort['counterless'])} of impressions whose user had no impression in the 72 h before)",
-        f"  pair tier: {pct(ceilings['pair'])} (repeat exposure within {ttl_hours} h)",
+        f"  pair tier from repeats: {pct(ceilings['pair_from_repeats'])} (repeat exposure within {ttl_hours} h; "
+        "the run's guessed candidates can add more)",
     ]

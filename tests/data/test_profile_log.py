@@ -113,7 +113,7 @@ def test_ceilings_over_the_evaluation_span(log: EventLog, profile: dict[str, Any
     ceilings = profile["ceilings"]
     assert ceilings["impressions"] == 3  # I8, I9, I10
     assert ceilings["users_known"] == pytest.approx(2 / 3)
-    assert ceilings["pair"] == pytest.approx(1 / 3)
+    assert ceilings["pair_from_repeats"] == pytest.approx(1 / 3)
     # User 5 is counterless, of a recent cohort (segment 0), shown item 10: among the day's most shown.
     assert ceilings["cohort"] == pytest.approx({"grid": "32x200", "share": 1 / 3, "counterless": 1 / 3})
     no_cohorts = profile_log(log, PrecomputeParams(cohorts=0))["ceilings"]["cohort"]
