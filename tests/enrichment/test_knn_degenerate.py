@@ -57,3 +57,10 @@ def test_only_degenerate_vectors_give_only_empty_rows() -> None:
     table = build_neighbours(np.array([4, 5, 6]), vectors, k=2, pool=np.array([4, 5]))
     assert degenerate(vectors).all()
     assert (table.neighbour_ids == PAD_ID).all() and (table.similarities == 0).all()
+
+
+def test_a_degenerate_vector_fills_no_slot_of_a_short_row() -> None:
+    """With fewer valid candidates than ``k``, the slot a zero vector (inner product 0) would take stays padded."""
+    vectors = np.array([[1, 0], [1, 1], [0, 0]], np.float32)
+    table = build_neighbours(np.array([1, 2, 3]), vectors, k=2)
+    np.testing.assert_array_equal(table.neighbour_ids, [[2, PAD_ID], [1, PAD_ID], [PAD_ID, PAD_ID]])
