@@ -54,8 +54,19 @@ class NeighbourTable:
         return NeighbourTable(self.user_ids[pos], self.neighbour_ids[pos], self.similarities[pos])
 
 
-def _validated(user_ids: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Unit-norm float32 vectors, ordered by user id."""
+def degenerate(vectors: np.ndarray) -> np.ndarray:
+    """Which rows have no direction, so no cosine: a zero or non-finite vector (as float32, as searched).
+
+    The FM's vector of an id it never trained on can be exactly zero; such a row gets no neighbours and lends
+    none, rather than stopping the hour (the precompute steps count them)."""
+    with np.errstate(over="ignore"):  # a norm beyond float32 is one of the cases reported
+        norms = np.linalg.norm(np.asarray(vectors, np.float32), axis=1)
+    return ~np.isfinite(norms) | (norms == 0)
+
+
+def _validated(user_ids: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids and float32 vectors ordered by user id, the vectors unit-norm, and which of them are
+    :func:`degenerate` (their rows zero)."""
     user_ids = np.asarray(user_ids, dtype=np.int64)
     vectors = np.asarray(vectors)
     if vectors.ndim != 2 or len(vectors) != len(user_ids):
@@ -67,11 +78,10 @@ def _validated(user_ids: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.nd
     dup = np.flatnonzero(np.diff(user_ids) == 0)
     if len(dup):
         raise ValueError(f"user {user_ids[dup[0]]} appears more than once")
-    norms = np.linalg.norm(vectors, axis=1)
-    bad = np.flatnonzero(~np.isfinite(norms) | (norms == 0))
-    if len(bad):
-        raise ValueError(f"user {user_ids[bad[0]]} has a zero or non-finite vector; cosine is undefined")
-    return user_ids, vectors / norms[:, None]
+    bad = degenerate(vectors)
+    unit = np.zeros_like(vectors)
+    unit[~bad] = vectors[~bad] / np.linalg.norm(vectors[~bad], axis=1, keepdims=True)
+    return user_ids, unit, bad
 
 
 def pool_index(
@@ -144,20 +154,24 @@ def build_neighbours(
     """Every user's ``k`` most similar users among ``pool`` (default: among all of them), never itself.
 
     Every user is searched, pooled or not: a user outside the pool (no pair code to lend) still needs
-    neighbours who have one. Rows with fewer than ``k`` pooled candidates are padded. ``threads`` sets
-    faiss's OpenMP pool for the build and search (our workers have 2 cores), restored after it.
+    neighbours who have one. Rows with fewer than ``k`` pooled candidates are padded. A :func:`degenerate`
+    vector is neither searched nor pooled: its user keeps a padded row, so a rewrite empties its old list.
+    ``threads`` sets faiss's OpenMP pool for the build and search (our workers have 2 cores), restored after it.
     """
-    ids, unit = _validated(user_ids, vectors, k)
+    ids, unit, bad = _validated(user_ids, vectors, k)
     pooled = _pool_positions(ids, pool)
+    pooled = pooled[~bad[pooled]]
+    queries = np.flatnonzero(~bad)
     neighbour_ids = np.full((len(ids), k), PAD_ID, np.int64)
     similarities = np.zeros((len(ids), k), np.float32)
-    if len(pooled) and len(ids):
+    if len(pooled) and len(queries):
         with omp_threads(threads):
             index = pool_index(
                 unit[pooled], exact_threshold=exact_threshold, hnsw_m=hnsw_m, ef_construction=ef_construction,
                 ef_search=ef_search,
             )  # fmt: skip
-            neighbour_ids, similarities = _search(index, ids[pooled], ids, unit, k)
+            found = _search(index, ids[pooled], ids[queries], unit[queries], k)
+        neighbour_ids[queries], similarities[queries] = found
     return NeighbourTable(ids, neighbour_ids, similarities)
 
 

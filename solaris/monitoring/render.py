@@ -11,6 +11,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from solaris.monitoring.report import COVERAGE_TIERS, CoveragePoint, HealthReport, RunHealth, VersionHealth
+from solaris.precompute.run_files import DEGENERATE_PREFIX
 from solaris.store.base import TableStats
 from solaris.vms import registered_name
 
@@ -44,10 +45,12 @@ def report_json(report: HealthReport) -> dict[str, Any]:
 
 
 def report_html(report: HealthReport) -> str:
+    """The page; a run's non-zero degenerate-vector counts (its own or its shadow's) stand out among its counts:
+    the FM gave vectors the hour had to leave out."""
     data = report_json(report)
     return _environment().get_template("health.html").render(
         report=data, sparks=sparklines(report.coverage), spark_width=SPARK_WIDTH, spark_height=SPARK_HEIGHT,
-        tiers=COVERAGE_TIERS,
+        tiers=COVERAGE_TIERS, degenerate=DEGENERATE_PREFIX,
     )
 
 

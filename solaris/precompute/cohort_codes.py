@@ -15,16 +15,18 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.enrichment.cohorts import user_cohorts
 from solaris.precompute import knn_users
-from solaris.precompute.run_files import Meta, event_log, timed
+from solaris.precompute.run_files import DEGENERATE, Meta, event_log, timed
 from solaris.precompute.spec import HourRun
 from solaris.store import open_configured_store
 from solaris.store.cohorts import prototype_ids
+from solaris.store.validate import finite_rows
 
 
 def cohorts(run: HourRun, settings: Settings) -> Meta:
     """New-user codes of the ``cohorts`` largest cohorts among the recent users (requests or sign-ups in the
     KNN's lookback) for the ``cohort_items`` items most shown in the aggregate window; FM calls outside the
-    budget, counted as ``cohort_codes_written``."""
+    budget, counted as ``cohort_codes_written``. A code the store would refuse (non-finite as stored) is left
+    out and counted: its cohort is served by the other tiers for that item this hour."""
     from solaris.models.autoencoder import Autoencoder
     from solaris.models.features import HistoryIndex
     from solaris.precompute.embedding import embed_codes, history_table
@@ -32,7 +34,7 @@ def cohorts(run: HourRun, settings: Settings) -> Meta:
     from solaris.tracking import registry
 
     p, start = run.params, run.interval_start
-    with timed({"cohort_codes_written": 0}) as meta:
+    with timed({"cohort_codes_written": 0, DEGENERATE["cohort"]: 0}) as meta:
         log = event_log(settings)
         items = most_shown(log, start, p.window_hours, p.cohort_items)
         recent = knn_users.active_users(log, start, p.knn_lookback_hours)
@@ -46,7 +48,10 @@ def cohorts(run: HourRun, settings: Settings) -> Meta:
         users, listed = np.repeat(members, len(items)), np.tile(items, len(members))
         no_history = HistoryIndex.from_table(history_table(log, np.zeros(0, np.int64), start, 1))
         codes = embed_codes(fm, ae, no_history, users, listed, start, p.batch_size, p.device, new_users=True)
-        meta["cohort_codes_written"] = write_cohort_codes(run, settings, np.repeat(keys, len(items)), listed, codes)
+        storable = finite_rows(codes, run.code_dtype)
+        meta[DEGENERATE["cohort"]] = int((~storable).sum())
+        keys = np.repeat(keys, len(items))[storable]
+        meta["cohort_codes_written"] = write_cohort_codes(run, settings, keys, listed[storable], codes[storable])
     return meta
 
 

@@ -34,13 +34,14 @@ from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fre
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.staging import Staging
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
-from solaris.precompute.run_files import Meta, code_log, event_log, staging, step_staging, timed
+from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
 # The KNN, A2A, cohort and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
 from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
 from solaris.precompute.cohort_codes import cohorts
 from solaris.precompute.exposures import exposures  # noqa: F401  (a step)
 from solaris.precompute.shadow import shadow_coverage, shadow_gate, shadowed  # noqa: F401  (steps)
 from solaris.store import FeatureStore, open_configured_store
+from solaris.store.validate import finite_rows
 
 if TYPE_CHECKING:  # mlflow: imported only by the steps that use the registry
     from mlflow import MlflowClient
@@ -193,7 +194,8 @@ def select(run: HourRun, settings: Settings) -> Meta:
 
 
 def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
-    """FM embeddings of one shard's selected pairs as of the hour, compressed by the pinned AE."""
+    """FM embeddings of one shard's selected pairs as of the hour, compressed by the pinned AE; a code the store
+    would refuse (non-finite as stored) is left out and counted, so it reaches neither the code log nor the store."""
     from solaris.models.autoencoder import Autoencoder
     from solaris.models.fm import FoundationModel
     from solaris.models.features import HistoryIndex
@@ -216,6 +218,9 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
         users, items = rows["user_id"].to_numpy(), rows["item_id"].to_numpy()
         index = HistoryIndex.from_table(of_users(stage.read(HISTORY), users))
         codes = embed_codes(fm, ae, index, users, items, run.interval_start, run.params.batch_size, run.params.device)
+        storable = finite_rows(codes, run.code_dtype)
+        rows, codes = rows.filter(pa.array(storable)), codes[storable]
+        meta[DEGENERATE["pair"]] = int((~storable).sum())
         table = rows.append_column("code", pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), run.code_dim))
         meta["embedded"] = stage.write(CODES, table, shard)["rows"]
     return meta

@@ -1,5 +1,5 @@
-"""Where an hourly run keeps its files: its staging folder, the code log, the event log; and the timing
-every node reports. Shared by the nodes of :mod:`.nodes` and :mod:`.similarity_nodes`."""
+"""Where an hourly run keeps its files: its staging folder, the code log, the event log; and the timing and
+the degenerate-vector counts the nodes report. Shared by the nodes of :mod:`.nodes` and :mod:`.similarity_nodes`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ from solaris.precompute.spec import HourRun
 from solaris.precompute.staging import Staging, StepStaging
 
 Meta = dict[str, Any]
+# Vectors a step left out of the hour, one count per kind on the run record, in MLflow (``count_``) and on the
+# health page: a zero or non-finite FM vector has no cosine (``user``: the user KNN, ``item``: the A2A lists),
+# and a code the store would refuse, non-finite as stored, is skipped (``pair``, ``cohort``), never the hour.
+DEGENERATE_PREFIX = "degenerate_vectors_"
+DEGENERATE = {kind: DEGENERATE_PREFIX + kind for kind in ("user", "item", "pair", "cohort")}
 
 
 def staging(settings: Settings, run: HourRun) -> Staging:

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.config import Settings
-from solaris.enrichment.knn import NeighbourTable, build_neighbours
+from solaris.enrichment.knn import NeighbourTable, build_neighbours, degenerate
 from solaris.precompute import knn_state, knn_users, similar_items
 from solaris.precompute.pipeline import USER_VECTORS
-from solaris.precompute.run_files import Meta, code_log, event_log, step_staging, timed
+from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, step_staging, timed
 from solaris.precompute.spec import HourRun
 from solaris.store import open_configured_store
 
@@ -66,7 +66,8 @@ def user_vectors(run: HourRun, settings: Settings) -> Meta:
 def neighbours(run: HourRun, settings: Settings) -> Meta:
     """The hour's user KNN table: each covered user's ``knn_k`` nearest pooled users, one index per embedding
     version per hour (the pool changes every hour). Only rows that differ from the last run's go to the store,
-    all of them every ``knn_rebuild_hours``, so a row lives that long."""
+    all of them every ``knn_rebuild_hours``, so a row lives that long. A user whose vector is zero or non-finite
+    gets an empty row and lends none (counted)."""
     with timed({}) as meta, open_configured_store(settings) as store:
         table = step_staging(settings, run, "neighbours").read(USER_VECTORS)
         ids = table["user_id"].to_numpy()
@@ -75,6 +76,7 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
         pool = ids[table["pooled"].to_numpy(zero_copy_only=False)]
         p, start = run.params, run.interval_start
         built = build_neighbours(ids, vectors, p.knn_k, pool=pool)
+        meta[DEGENERATE["user"]] = int(degenerate(vectors).sum())
         folder = knn_state_dir(settings, run)
         previous = knn_state.load_before(folder, start)
         full = previous is None or previous.table.k != p.knn_k or (
@@ -97,19 +99,21 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
 def item_neighbours(run: HourRun, settings: Settings) -> Meta:
     """The hour's item neighbour table, the A2A tier's (:mod:`.similar_items`): each catalogue item's ``a2a_k``
     most similar items among those with a fresh pair code, by the FM's item vector, every row rewritten
-    each hour and fresh as long as the pair codes it points to."""
+    each hour and fresh as long as the pair codes it points to. An item whose vector is zero or non-finite
+    gets an empty list and is on none (counted)."""
     from solaris.models.fm import item_vectors
 
     with timed({}) as meta, open_configured_store(settings) as store:
         start, p = run.interval_start, run.params
         pool = similar_items.with_fresh_codes(code_log(settings, run), start, p.ttl_hours)
         ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
-        built = build_neighbours(ids, item_vectors(pinned_fm(run, settings), ids), p.a2a_k, pool=pool)
+        vectors = item_vectors(pinned_fm(run, settings), ids)
+        built = build_neighbours(ids, vectors, p.a2a_k, pool=pool)
         meta["item_neighbours_written"] = store.write_item_neighbours(
             run.run_key, run.embedding_version, built.user_ids, built.neighbour_ids, built.similarities,
             start, run.expires_at,
         )  # fmt: skip
-        meta["a2a_pool"] = len(pool)
+        meta |= {"a2a_pool": len(pool), DEGENERATE["item"]: int(degenerate(vectors).sum())}
     return meta
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from solaris.data.hourly import HOUR, floor_hour
+from solaris.embedding_version import parse_embedding_version
 from solaris.precompute.params import PrecomputeParams
 
 RUN_KEY_PREFIX = "solaris_precompute"
@@ -63,6 +64,11 @@ class HourRun:
             self, fm_version=s.fm_version, ae_version=s.ae_version, vm_version=s.vm_version,
             embedding_version=s.embedding_version, code_dim=s.code_dim, shadow=None, shadow_of=self.embedding_version,
         )  # fmt: skip
+
+    @property
+    def code_dtype(self) -> str:
+        """How the store keeps this run's codes (float16 unless the embedding version says otherwise)."""
+        return parse_embedding_version(self.embedding_version).dtype
 
     @property
     def expires_at(self) -> datetime:

@@ -99,18 +99,24 @@ def ids(values: np.ndarray, name: str, n: int | None = None) -> np.ndarray:
     return arr
 
 
+def finite_rows(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Per row, whether every value is finite once stored as ``dtype`` (float16 turns 1e5 into inf): the rule
+    :func:`finite` refuses a whole batch by, for a writer that skips and counts the rows it would refuse."""
+    with np.errstate(over="ignore"):  # an overflow becomes inf, which this check reports
+        cast = np.asarray(values).astype(dtype)
+    return np.isfinite(cast.reshape(len(cast), -1)).all(axis=1) if cast.size else np.ones(len(cast), bool)
+
+
 def finite(values: np.ndarray, name: str, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
     arr = np.asarray(values)
     if arr.shape != shape:
         raise StoreError(f"{name} has shape {arr.shape}, expected {shape}")
     if arr.size and arr.dtype.kind not in "fiu":
         raise StoreError(f"{name} must be numeric, got dtype {arr.dtype}")
-    with np.errstate(over="ignore"):  # an overflow becomes inf, which the check below reports
-        cast = arr.astype(dtype)
-    bad = ~np.isfinite(cast.reshape(len(cast), -1)).all(axis=1) if cast.size else np.zeros(0, bool)
+    bad = ~finite_rows(arr, dtype)
     if bad.any():
         raise StoreError(f"{name} row {int(np.argmax(bad))} holds NaN or infinite values (as {dtype})")
-    return cast
+    return arr.astype(dtype)
 
 
 def window_counts(values: np.ndarray, name: str, n: int) -> np.ndarray:

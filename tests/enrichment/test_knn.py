@@ -61,8 +61,6 @@ def test_bad_inputs_are_refused_with_the_user() -> None:
     vectors = np.ones((3, 2), np.float32)
     with pytest.raises(ValueError, match="user 2 appears more than once"):
         build_neighbours(np.array([1, 2, 2]), vectors, k=1)
-    with pytest.raises(ValueError, match="user 3 has a zero or non-finite vector"):
-        build_neighbours(np.array([1, 2, 3]), np.r_[vectors[:2], [[0, 0]]], k=1)
     with pytest.raises(ValueError, match="pooled user 9 has no vector"):
         build_neighbours(np.array([1, 2, 3]), vectors, k=1, pool=np.array([1, 9]))
     with pytest.raises(KeyError, match="user 9"):
