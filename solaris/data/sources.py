@@ -156,6 +156,8 @@ def parse_raw_ids(source: Source, column: str) -> pa.Array:
         values = pa.array(raw, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # an object column mixing text and integers
         values = _mixed_ids(source, column)
+    if pa.types.is_dictionary(values.type):  # a categorical column
+        values = values.dictionary_decode()
     if pa.types.is_integer(values.type):
         values = pc.cast(values, pa.string())
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
@@ -175,7 +177,8 @@ def _whole_float_ids(source: Source, column: str) -> pa.Array:
     _raise_first(source, column, np.isnan(values), "missing id")
     with np.errstate(invalid="ignore"):
         inexact = ~np.isfinite(values) | (values != np.floor(values)) | (np.abs(values) >= 2.0**53)
-    _raise_first(source, column, inexact, "expected a whole-number id below 2**53 (store larger ones as integers or text)")
+    problem = "expected a whole-number id below 2**53 (store larger ones as integers or text)"
+    _raise_first(source, column, inexact, problem)
     return pc.cast(pa.array(values.astype("int64")), pa.string())
 
 

@@ -16,7 +16,7 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.idmap import UNKNOWN, IdMap, IdMaps, canonical_id
-from solaris.data.importer import ColumnMapping, import_file, import_source
+from solaris.data.importer import import_file, import_source
 from solaris.data.sources import LogImportError, Source
 
 
@@ -50,13 +50,13 @@ def test_ties_in_time_are_numbered_in_text_order(tmp_path: Path) -> None:
     """Same first second: "b-10" < "b-9" < "c" as text; a later id gets a larger number."""
     source = tmp_path / "ties.csv"
     source.write_text("user,item,ts,click\nc,x,0,1\nb-9,x,0,0\nb-10,y,0,1\na,y,60,0\n")
-    log = import_file(source, tmp_path / "world", ColumnMapping(user="user", item="item", timestamp="ts", label="click"))
+    log = import_file(source, tmp_path / "world", RAW_MAPPING)
     assert IdMaps.read(log.root).user.raw_ids(range(4)) == ["b-10", "b-9", "c", "a"]
 
 
 def test_typed_columns_are_canonical_text(tmp_path: Path) -> None:
-    """Parquet: an int64 id is its decimal text, a whole float its integer's; a frame's object column mixing
-    text and integers too. So a request's 7 or "7" finds the id either way."""
+    """Parquet: an int64 id is its decimal text, a whole float its integer's, a categorical its category's; a
+    frame's object column mixing text and integers too. So a request's 7 or "7" finds the id either way."""
     frame = pd.DataFrame(
         {
             "user": np.array([2**62, -5, 7], np.int64),
@@ -66,14 +66,18 @@ def test_typed_columns_are_canonical_text(tmp_path: Path) -> None:
         }
     )
     frame.to_parquet(tmp_path / "typed.parquet")
-    mapping = ColumnMapping(user="user", item="item", timestamp="ts", label="click")
-    ids = IdMaps.read(import_file(tmp_path / "typed.parquet", tmp_path / "typed", mapping).root)
+    ids = IdMaps.read(import_file(tmp_path / "typed.parquet", tmp_path / "typed", RAW_MAPPING).root)
     assert ids.user.raw_ids(range(3)) == [str(2**62), "-5", "7"]
     assert ids.item.raw_ids(range(2)) == ["7", "8"]
     assert ids.user.dense_ids([7, "7", 2**62]).tolist() == [2, 2, 0]
 
+    categorical = frame.assign(user=pd.Categorical(["b", "a", "b"]))
+    categorical.to_parquet(tmp_path / "categorical.parquet")
+    categories = import_file(tmp_path / "categorical.parquet", tmp_path / "categorical", RAW_MAPPING)
+    assert IdMaps.read(categories.root).user.raw_ids(range(2)) == ["b", "a"]
+
     frame = pd.DataFrame({"user": pd.Series(["a", 7], dtype=object), "item": [1, 2], "ts": [0, 1], "click": [0, 1]})
-    mixed = import_source(Source("frame", frame, None), tmp_path / "mixed", mapping, origin="test")
+    mixed = import_source(Source("frame", frame, None), tmp_path / "mixed", RAW_MAPPING, origin="test")
     assert IdMaps.read(mixed.root).user.raw_ids(range(2)) == ["a", "7"]
 
 
@@ -93,9 +97,8 @@ BAD_IDS = [
 @pytest.mark.parametrize(("users", "pattern"), BAD_IDS)
 def test_a_bad_id_cell_is_refused_naming_its_row(tmp_path: Path, users: pd.Series, pattern: str) -> None:
     frame = pd.DataFrame({"user": users, "item": ["i", "j", "k"], "ts": [0, 1, 2], "click": [0, 1, 0]})
-    mapping = ColumnMapping(user="user", item="item", timestamp="ts", label="click")
     with pytest.raises(LogImportError, match=pattern):
-        import_source(Source("frame", frame, None), tmp_path / "world", mapping, origin="test")
+        import_source(Source("frame", frame, None), tmp_path / "world", RAW_MAPPING, origin="test")
     assert not (tmp_path / "world").exists()
 
 
