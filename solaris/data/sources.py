@@ -156,6 +156,8 @@ def parse_raw_ids(source: Source, column: str) -> pa.Array:
         values = pa.array(raw, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # an object column mixing text and integers
         values = _mixed_ids(source, column)
+    if isinstance(values, pa.ChunkedArray):  # a large text column read by pandas into arrow chunks
+        values = values.combine_chunks()
     if pa.types.is_dictionary(values.type):  # a categorical column
         values = values.dictionary_decode()
     if pa.types.is_integer(values.type):

@@ -79,6 +79,9 @@ def test_typed_columns_are_canonical_text(tmp_path: Path) -> None:
     frame = pd.DataFrame({"user": pd.Series(["a", 7], dtype=object), "item": [1, 2], "ts": [0, 1], "click": [0, 1]})
     mixed = import_source(Source("frame", frame, None), tmp_path / "mixed", RAW_MAPPING, origin="test")
     assert IdMaps.read(mixed.root).user.raw_ids(range(2)) == ["a", "7"]
+    chunked = frame.assign(user=pd.arrays.ArrowExtensionArray(pa.chunked_array([["b"], ["a"]])))  # a big CSV's
+    in_chunks = import_source(Source("frame", chunked, None), tmp_path / "chunks", RAW_MAPPING, origin="test")
+    assert IdMaps.read(in_chunks.root).user.raw_ids(range(2)) == ["b", "a"]
 
 
 BAD_IDS = [
