@@ -164,11 +164,14 @@ def parse_raw_ids(source: Source, column: str) -> pa.Array:
         values = pc.cast(values, pa.string())
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         _raise_first(source, column, np.ones(len(raw), bool), "expected an id as text or an integer")
-    length = pc.utf8_length(values)
-    missing = pc.fill_null(pc.equal(length, 0), True).to_numpy(zero_copy_only=False)
-    _raise_first(source, column, missing, "missing id")
-    too_long = pc.greater(length, MAX_RAW_ID_CHARS).to_numpy(zero_copy_only=False)
-    _raise_first(source, column, too_long, f"an id over {MAX_RAW_ID_CHARS} characters")
+    nbytes = pc.binary_length(values)  # from the offsets alone; a character is one byte or more
+    extremes = pc.min_max(nbytes)
+    if values.null_count or extremes["min"].as_py() == 0:
+        missing = pc.fill_null(pc.equal(nbytes, 0), True).to_numpy(zero_copy_only=False)
+        _raise_first(source, column, missing, "missing id")
+    if extremes["max"].as_py() > MAX_RAW_ID_CHARS:
+        too_long = pc.greater(pc.utf8_length(values), MAX_RAW_ID_CHARS).to_numpy(zero_copy_only=False)
+        _raise_first(source, column, too_long, f"an id over {MAX_RAW_ID_CHARS} characters")
     return values
 
 

@@ -70,6 +70,9 @@ def test_typed_columns_are_canonical_text(tmp_path: Path) -> None:
     assert ids.user.raw_ids(range(3)) == [str(2**62), "-5", "7"]
     assert ids.item.raw_ids(range(2)) == ["7", "8"]
     assert ids.user.dense_ids([7, "7", 2**62]).tolist() == [2, 2, 0]
+    assert ids.user.dense_ids([7, 2**62]).tolist() == [2, 0]  # all integers: the fast path
+    with pytest.raises(ValueError, match="an id is text or an integer, got True"):
+        ids.user.dense_ids([True])  # True == 1 to a dict: never looked up as one
 
     categorical = frame.assign(user=pd.Categorical(["b", "a", "b"]))
     categorical.to_parquet(tmp_path / "categorical.parquet")
