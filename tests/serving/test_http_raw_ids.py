@@ -97,3 +97,10 @@ def test_the_ranker_loads_the_map_of_the_world_it_serves(
     import_file(write_raw_id_log(tmp_path / "log.csv", "text"), settings.world_dir(), RAW_MAPPING)
     ids = serving_app.service_from_settings(settings, CONFIG).ids
     assert ids is not None and ids.item.dense_ids(["ad-8"]).tolist() == [8]
+
+
+def test_the_schema_says_which_ids_are_accepted(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    user_id = schemas["RankRequest"]["properties"]["user_id"]["anyOf"]
+    assert {"type": "integer", "minimum": -(2**63), "exclusiveMaximum": 2**63} in user_id
+    assert {"type": "string", "minLength": 1, "maxLength": 256} in user_id
