@@ -268,7 +268,7 @@ def show_id(args: argparse.Namespace) -> int:
     world = log.meta.get("name", log.root.name)  # meta: a folder holding no log is refused, named
     maps = IdMaps.read(log.root)
     if maps is None:
-        raise ValueError(f"world {world} has no id map: it was generated, and its ids are dense already")
+        raise ValueError(f"world {world} has no id map: its ids are used as they are (a generated world)")
     role, value = ("user", args.user) if args.user is not None else ("item", args.item)
     id_map = getattr(maps, role)
     if args.dense:

@@ -159,6 +159,6 @@ def test_cli_shows_an_id_both_ways_and_refuses_unknown_ones(
     assert main(["data", "generate", "--preset", "tiny", "--days", "1", "--name", "generated"]) == 0
     capsys.readouterr()
     assert main(["data", "ids", "--name", "generated", "--user", "3"]) == 2
-    assert "world generated has no id map: it was generated" in capsys.readouterr().err
+    assert "world generated has no id map: its ids are used as they are" in capsys.readouterr().err
     assert main(["data", "ids", "--name", "nowhere", "--user", "3"]) == 2
     assert "nowhere is not an event log" in capsys.readouterr().err
