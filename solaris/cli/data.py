@@ -1,4 +1,4 @@
-"""``solaris data generate|import|summary|live``."""
+"""``solaris data generate|import|summary|ids|live``."""
 
 from __future__ import annotations
 
@@ -89,6 +89,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     flag, options = cli_option("ttl_hours")
     prof.add_argument(flag, **options)
     prof.set_defaults(handler=profile)
+
+    ids = dsub.add_parser("ids", help="an imported world's id both ways: raw (as its log had it) and dense (models')")
+    ids.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
+    which = ids.add_mutually_exclusive_group(required=True)
+    which.add_argument("--user", metavar="ID", help="a user id (raw; dense with --dense)")
+    which.add_argument("--item", metavar="ID", help="an item id (raw; dense with --dense)")
+    ids.add_argument("--dense", action="store_true", help="ID is a dense id: show its raw id")
+    ids.set_defaults(handler=show_id)
 
     live = dsub.add_parser("live", help="continue a generated world hour by hour on the live clock")
     live.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
@@ -292,3 +300,32 @@ def _world_folder(world: str, settings: Settings) -> Path:
         there = f"worlds there: {', '.join(names)}" if names else "none there"
         raise FileNotFoundError(f"no world {world!r} under {settings.worlds_dir} ({there}); pass a name or a folder")
     return folder
+
+def show_id(args: argparse.Namespace) -> int:
+    """One id both ways, as JSON; an id the world's map lacks is an error naming the world."""
+    from solaris.config import get_settings
+    from solaris.data.eventlog import EventLog
+    from solaris.data.idmap import UNKNOWN, IdMaps
+
+    log = EventLog(get_settings().world_dir(args.name))
+    world = log.meta.get("name", log.root.name)  # meta: a folder holding no log is refused, named
+    maps = IdMaps.read(log.root)
+    if maps is None:
+        raise ValueError(f"world {world} has no id map: its ids are used as they are (a generated world)")
+    role, value = ("user", args.user) if args.user is not None else ("item", args.item)
+    id_map = getattr(maps, role)
+    if args.dense:
+        try:
+            dense = int(value)
+        except ValueError:
+            raise ValueError(f"--dense: {role} id {value!r} is not an integer") from None
+        try:
+            raw = id_map.raw_ids([dense])[0]
+        except ValueError as exc:
+            raise ValueError(f"world {world}, {role}s: {exc}") from None
+    else:
+        raw, dense = value, int(id_map.dense_ids([value])[0])
+        if dense == UNKNOWN:
+            raise ValueError(f"world {world} has no {role} {value!r} in its id map ({len(id_map)} {role}s)")
+    print(json.dumps({role: {"raw": raw, "dense": dense}}))
+    return 0

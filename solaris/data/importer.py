@@ -3,13 +3,14 @@
 Reading the file and parsing its columns (and the errors naming the row and column of a bad cell) live in
 :mod:`solaris.data.sources`; this module turns the parsed rows into events, requests and side tables. Every row
 is validated before anything is written, and the log is built in a temporary folder and renamed into place,
-so bad input leaves no output at all.
+so bad input leaves no output at all. User and item ids become dense ids, their map written with the log
+(:mod:`solaris.data.idmap`).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,14 +20,16 @@ import pandas as pd
 import pyarrow as pa
 
 from solaris.data.eventlog import EventLog, building, write_event_log
+from solaris.data.idmap import IdMap, IdMaps
 from solaris.data.schema import ITEM_FEATURE_PREFIX, TS, USER_FEATURE_PREFIX, side_feature_schema
 from solaris.data.sources import (
     LogImportError,
     Source,
     code_feature,
     parse_binary,
-    parse_ids,
     parse_ratings,
+    parse_raw_ids,
+    parse_request_ids,
     parse_timestamps,
     read_source,
 )
@@ -91,7 +94,9 @@ class ColumnMapping:
 
 @dataclass(frozen=True)
 class Events:
-    """Validated events, one entry per kept source row (``position`` = its place in the source frame)."""
+    """Validated events, one entry per kept source row (``position`` = its place in the source frame).
+
+    ``user`` and ``item`` are dense ids; ``ids`` maps them back to the source's (every id of a kept row)."""
 
     position: np.ndarray
     user: np.ndarray
@@ -100,14 +105,15 @@ class Events:
     click: np.ndarray
     conversion: np.ndarray
     request: np.ndarray | None
+    ids: IdMaps
     session: np.ndarray | None = None  # without request ids: the user's session (see :func:`sessions`)
 
     def take(self, keep: np.ndarray) -> Events:
         request = None if self.request is None else self.request[keep]
         session = None if self.session is None else self.session[keep]
-        return Events(
-            self.position[keep], self.user[keep], self.item[keep], self.ts[keep],
-            self.click[keep], self.conversion[keep], request, session,
+        return replace(
+            self, position=self.position[keep], user=self.user[keep], item=self.item[keep], ts=self.ts[keep],
+            click=self.click[keep], conversion=self.conversion[keep], request=request, session=session,
         )  # fmt: skip
 
 
@@ -120,16 +126,11 @@ def parse_events(source: Source, mapping: ColumnMapping) -> Events:
     else:
         click = (parse_ratings(source, mapping.rating) >= mapping.rating_threshold).astype("int8")
     conversion = np.zeros(n, "int8") if mapping.conversion is None else parse_binary(source, mapping.conversion)
-    request = None if mapping.request_id is None else parse_ids(source, mapping.request_id)
-    return Events(
-        position=np.arange(n),
-        user=parse_ids(source, mapping.user),
-        item=parse_ids(source, mapping.item),
-        ts=parse_timestamps(source, mapping.timestamp),
-        click=click,
-        conversion=conversion,
-        request=request,
-    )
+    request = None if mapping.request_id is None else parse_request_ids(source, mapping.request_id)
+    ts = parse_timestamps(source, mapping.timestamp)
+    users, user = IdMap.assign(parse_raw_ids(source, mapping.user), ts)
+    items, item = IdMap.assign(parse_raw_ids(source, mapping.item), ts)
+    return Events(np.arange(n), user, item, ts, click, conversion, request, IdMaps(users, items))
 
 
 def compress_time(events: Events, time_scale: float) -> Events:
@@ -143,10 +144,7 @@ def compress_time(events: Events, time_scale: float) -> Events:
     if time_scale == 1:
         return events
     first = int(events.ts.min())
-    ts = first + np.floor((events.ts - first) / time_scale).astype("int64")
-    return Events(
-        events.position, events.user, events.item, ts, events.click, events.conversion, events.request, events.session
-    )
+    return replace(events, ts=first + np.floor((events.ts - first) / time_scale).astype("int64"))
 
 
 def sessions(events: Events, gap_minutes: float) -> Events:
@@ -169,9 +167,7 @@ def sessions(events: Events, gap_minutes: float) -> Events:
     starts[1:] = (user[1:] != user[:-1]) | (np.diff(ts) > gap_minutes * MINUTE_US)
     session = np.empty(len(order), "int64")
     session[order] = np.cumsum(starts) - 1
-    return Events(
-        events.position, events.user, events.item, events.ts, events.click, events.conversion, events.request, session
-    )
+    return replace(events, session=session)
 
 
 def request_groups(events: Events) -> tuple[np.ndarray, ...]:
@@ -269,11 +265,11 @@ def _check_requests(
         if other_user.any():
             p = int(np.argmax(other_user))
             first = source.where(int(ev.position[starts[group[p]]]))
+            owner_raw, row_raw = ev.ids.user.raw_ids([owner[p], ev.user[p]])
             raise source.fail(
                 int(ev.position[p]),
                 column,
-                f"request {int(ev.request[p])} belongs to user {int(owner[p])} ({first}) "
-                f"but this row's user is {int(ev.user[p])}",
+                f"request {int(ev.request[p])} belongs to user {owner_raw} ({first}) but this row's user is {row_raw}",
             )
     if position.max() > MAX_POSITION:
         p = int(np.argmax(position > MAX_POSITION))
@@ -284,17 +280,19 @@ def build_side_table(
     source: Source,
     events: Events,
     ids: np.ndarray,
+    id_map: IdMap,
     id_column: str,
     features: tuple[str, ...],
     prefix: str,
 ) -> tuple[pa.Table, dict[str, list[Any]]]:
-    """One row per id seen, each feature coded; a feature that changes for one id is refused, not guessed."""
+    """One row per (dense) id seen, each feature coded; a feature that changes for one id is refused, not
+    guessed, citing the id as the source has it (``id_map``)."""
     columns: dict[str, np.ndarray] = {id_column: np.unique(ids)}
     vocabularies = {}
     for feature in features:
         values = source.frame[feature].iloc[events.position]
         codes, vocabulary = code_feature(values)
-        _check_constant(source, events.position, ids, codes, feature, id_column)
+        _check_constant(source, events.position, ids, id_map, codes, feature, id_column)
         name = f"{prefix}{feature}"
         columns[name] = pd.Series(codes).groupby(ids).first().to_numpy("int32")  # groups come out id-sorted
         vocabularies[name] = vocabulary
@@ -303,8 +301,9 @@ def build_side_table(
 
 
 def _check_constant(
-    source: Source, positions: np.ndarray, ids: np.ndarray, codes: np.ndarray, feature: str, id_column: str
-) -> None:
+    source: Source, positions: np.ndarray, ids: np.ndarray, id_map: IdMap, codes: np.ndarray, feature: str,
+    id_column: str,
+) -> None:  # fmt: skip
     pairs = pd.DataFrame({"id": ids, "code": codes})
     changed = (~pairs.duplicated() & pairs["id"].duplicated()).to_numpy()
     if changed.any():
@@ -314,7 +313,7 @@ def _check_constant(
         raise source.fail(
             int(positions[p]),
             feature,
-            f"{id_column} {int(ids[p])} already had {earlier!r} at {source.where(int(positions[q]))}, "
+            f"{id_column} {id_map.raw_ids([ids[p]])[0]} already had {earlier!r} at {source.where(int(positions[q]))}, "
             f"got {later!r}; a side feature must have one value per id",
         )
 
@@ -350,10 +349,10 @@ def import_source(
     clicks = int(parsed.click.sum(dtype="int64"))
     rows = Kept(len(parsed.position), len(events.position), dropped, clicks - int(events.click.sum(dtype="int64")))
     users, user_vocab = build_side_table(
-        source, events, events.user, "user_id", mapping.user_features, USER_FEATURE_PREFIX
+        source, events, events.user, events.ids.user, "user_id", mapping.user_features, USER_FEATURE_PREFIX
     )
     items, item_vocab = build_side_table(
-        source, events, events.item, "item_id", mapping.item_features, ITEM_FEATURE_PREFIX
+        source, events, events.item, events.ids.item, "item_id", mapping.item_features, ITEM_FEATURE_PREFIX
     )
     requests, impressions = build_requests(source, events, mapping.request_id or mapping.user)
     start, end = event_span(events.ts)
@@ -373,6 +372,7 @@ def import_source(
     }
     with building(Path(target), overwrite=overwrite) as folder:
         write_event_log(folder, requests, impressions, users, items, meta)
+        events.ids.write(folder)
     return EventLog(Path(target))
 
 

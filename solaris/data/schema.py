@@ -1,7 +1,8 @@
 """The event schema every job reads and writes (documented in docs/events.md).
 
-Timestamps are UTC microseconds. Ids are non-negative int64. Side features are small categorical ints in
-columns prefixed ``u_`` (users) and ``i_`` (items), so models can embed them without a vocabulary file.
+Timestamps are UTC microseconds. Ids are dense non-negative int64 (an import maps its source's ids to them:
+:mod:`solaris.data.idmap`). Side features are small categorical ints in columns prefixed ``u_`` (users) and
+``i_`` (items), so models can embed them without a vocabulary file.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from solaris.data.idmap import MAX_RAW_ID_CHARS, canonical_id
+
 # Unix seconds outside this span cannot be held as microsecond timestamps.
 _MIN_SECONDS = pd.Timestamp.min.timestamp()
 _MAX_SECONDS = pd.Timestamp.max.timestamp()
@@ -101,7 +103,6 @@ def _check_columns(name: str, present: list[str], needed: list[str]) -> None:
         )
 
 
-
 def _raise_first(source: Source, column: str, bad: np.ndarray, problem: str) -> None:
     positions = np.flatnonzero(bad)
     if len(positions):
@@ -131,16 +132,68 @@ def _numbers(source: Source, column: str) -> pd.Series:
     return pd.to_numeric(raw, errors="coerce")
 
 
-def parse_ids(source: Source, column: str) -> np.ndarray:
-    """Ids must be non-negative integers; exact int64 values are kept beyond float precision."""
+def parse_request_ids(source: Source, column: str) -> np.ndarray:
+    """Request ids only group a request's rows: non-negative integers, kept as exact int64 beyond float
+    precision. (User and item ids may be anything: :func:`parse_raw_ids`.)"""
     numbers = _numbers(source, column)
     values = numbers.to_numpy(dtype="float64", na_value=np.nan)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values < 0) | (values != np.floor(values)) | (values >= 2.0**63)
-    _raise_first(source, column, bad, "expected a non-negative integer id")
+    _raise_first(source, column, bad, "expected a non-negative integer request id")
     if pd.api.types.is_integer_dtype(numbers.dtype):
         return numbers.to_numpy(dtype="int64")
     return values.astype("int64")
+
+
+def parse_raw_ids(source: Source, column: str) -> pa.Array:
+    """User or item ids as the team has them, as canonical text (:mod:`solaris.data.idmap`): text as written,
+    integers (any size, negative too) as decimal text. Refused, naming the row: a missing or empty id, one over
+    ``MAX_RAW_ID_CHARS``, and a value that is neither text nor a whole number."""
+    raw = source.frame[column]
+    if pd.api.types.is_float_dtype(raw.dtype):
+        return _whole_float_ids(source, column)
+    try:
+        values = pa.array(raw, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # an object column mixing text and integers
+        values = _mixed_ids(source, column)
+    if isinstance(values, pa.ChunkedArray):  # a large text column read by pandas into arrow chunks
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):  # a categorical column
+        values = values.dictionary_decode()
+    if pa.types.is_integer(values.type):
+        values = pc.cast(values, pa.string())
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        _raise_first(source, column, np.ones(len(raw), bool), "expected an id as text or an integer")
+    nbytes = pc.binary_length(values)  # from the offsets alone; a character is one byte or more
+    extremes = pc.min_max(nbytes)
+    if values.null_count or extremes["min"].as_py() == 0:
+        missing = pc.fill_null(pc.equal(nbytes, 0), True).to_numpy(zero_copy_only=False)
+        _raise_first(source, column, missing, "missing id")
+    if extremes["max"].as_py() > MAX_RAW_ID_CHARS:
+        too_long = pc.greater(pc.utf8_length(values), MAX_RAW_ID_CHARS).to_numpy(zero_copy_only=False)
+        _raise_first(source, column, too_long, f"an id over {MAX_RAW_ID_CHARS} characters")
+    return values
+
+
+def _whole_float_ids(source: Source, column: str) -> pa.Array:
+    """A float column's ids (integers stored as floats, e.g. beside a missing value) as integer text; a
+    fraction, or a value beyond 2**53 where floats stop being exact, is refused rather than rounded."""
+    values = source.frame[column].to_numpy(dtype="float64", na_value=np.nan)
+    _raise_first(source, column, np.isnan(values), "missing id")
+    with np.errstate(invalid="ignore"):
+        inexact = ~np.isfinite(values) | (values != np.floor(values)) | (np.abs(values) >= 2.0**53)
+    problem = "expected a whole-number id below 2**53 (store larger ones as integers or text)"
+    _raise_first(source, column, inexact, problem)
+    return pc.cast(pa.array(values.astype("int64")), pa.string())
+
+
+def _mixed_ids(source: Source, column: str) -> pa.Array:
+    """An object column's values one by one: text and integers are ids, anything else is refused."""
+    raw = source.frame[column]
+    missing = raw.isna().to_numpy()
+    kinds = raw.map(lambda v: isinstance(v, str) or (isinstance(v, int | np.integer) and not isinstance(v, bool)))
+    _raise_first(source, column, ~kinds.to_numpy(bool) & ~missing, "expected an id as text or an integer")
+    return pa.array([None if gone else canonical_id(v) for v, gone in zip(raw, missing, strict=True)], pa.string())
 
 
 def parse_timestamps(source: Source, column: str) -> np.ndarray:

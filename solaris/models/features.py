@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris import exposure
+from solaris.data.idmap import UNKNOWN
 
 MAX_EXACT_ID = 2**24
 US_PER_HOUR = 3_600_000_000
@@ -45,11 +46,14 @@ def hour_of_day(ts_us: np.ndarray) -> np.ndarray:
     return (np.asarray(ts_us, dtype=np.int64) // US_PER_HOUR) % 24
 
 
-def check_ids(values: np.ndarray, what: str) -> np.ndarray:
+def check_ids(values: np.ndarray, what: str, allow_unknown: bool = False) -> np.ndarray:
+    """Dense ids in [0, 2**24); ``allow_unknown`` (a served request) also takes ``UNKNOWN``, the id of a raw id
+    the world's map lacks, which every id table maps to its 'unknown' row (:meth:`IdTable.rows`)."""
     values = np.asarray(values, dtype=np.int64)
-    bad = (values < 0) | (values >= MAX_EXACT_ID)
+    low = UNKNOWN if allow_unknown else 0
+    bad = (values < low) | (values >= MAX_EXACT_ID)
     if bad.any():
-        raise ValueError(f"{what}: id {int(values[bad][0])} outside [0, {MAX_EXACT_ID}) cannot be a model input")
+        raise ValueError(f"{what}: id {int(values[bad][0])} outside [{low}, {MAX_EXACT_ID}) cannot be a model input")
     return values
 
 
@@ -212,11 +216,11 @@ def history_columns(n: int) -> tuple[str, ...]:
 
 
 def base_matrix(users: np.ndarray, items: np.ndarray, ts_us: np.ndarray, position: np.ndarray) -> np.ndarray:
-    """The columns of :data:`BASE_COLUMNS` as float32."""
+    """The columns of :data:`BASE_COLUMNS` as float32; an unknown id (a request's) is one too."""
     return np.stack(
         [
-            check_ids(users, "user_id"),
-            check_ids(items, "item_id"),
+            check_ids(users, "user_id", allow_unknown=True),
+            check_ids(items, "item_id", allow_unknown=True),
             hour_of_day(ts_us),
             np.asarray(position, dtype=np.int64),
         ],

@@ -11,6 +11,10 @@ parsed. /metrics counts every answer by endpoint and status code, the 413s and 5
 
 Unknown users and items are valid: they take the cold path (the VM's learned defaults, tier none). A store
 failure is never an error for the caller: the answer comes with tier none and ``store`` saying why.
+
+Ids are those of the world served (``SOLARIS_WORLD``): an imported world's raw ids (text or any int64, mapped
+to dense ids through its id map, loaded once at start; one the map lacks is unknown), else a generated world's
+dense ids as they are. The answer echoes the ids as sent.
 """
 
 import functools
@@ -33,6 +37,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from solaris.config import Settings
+from solaris.data.idmap import MAX_RAW_ID_CHARS, IdMaps, canonical_id
 from solaris.enrichment.tiers import TIER_NAMES
 from solaris.logs import configure_logging
 from solaris.models.features import MAX_EXACT_ID
@@ -55,6 +60,11 @@ def _json_integer(value: object) -> object:
     return int(value)
 
 
+def _json_id(value: object) -> object:
+    """A raw id: a JSON string as it is, else a JSON integer."""
+    return value if isinstance(value, str) else _json_integer(value)
+
+
 def _json_time(value: object) -> object:
     """A time as JSON Schema's date-time: a string. Pydantic would also read a number, as Unix seconds or
     milliseconds by its size, so ``"at": 0`` ranked as of 1970 where the schema says a date-time string."""
@@ -66,6 +76,10 @@ def _json_time(value: object) -> object:
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
 JsonTime = Annotated[AwareDatetime, BeforeValidator(_json_time)]
 Id = Annotated[JsonInt, Field(ge=0, lt=MAX_EXACT_ID)]
+RawId = Annotated[
+    Annotated[int, Field(ge=-(2**63), lt=2**63)] | Annotated[str, Field(min_length=1, max_length=MAX_RAW_ID_CHARS)],
+    BeforeValidator(_json_id),
+]
 MAX_POSITION = 1000
 
 
@@ -101,7 +115,7 @@ class ServiceConfig:
 
 
 class RankResponse(BaseModel):
-    user_id: int
+    user_id: int | str = Field(description="the user id as sent")
     vm: str = Field(description="the VM that scored: the request's, or the lead")
     vm_version: str
     embedding_version: str
@@ -110,15 +124,17 @@ class RankResponse(BaseModel):
     store: Literal["ok", "error", "timeout", "overloaded"]
 
 
-def rank_request_model(max_candidates: int, vms: tuple[str, ...]) -> type[BaseModel]:
-    """The request schema of a service serving ``vms``: naming another VM is a 422 that lists these."""
+def rank_request_model(max_candidates: int, vms: tuple[str, ...], raw_ids: bool = False) -> type[BaseModel]:
+    """The request schema of a service serving ``vms``: naming another VM is a 422 that lists these. With
+    ``raw_ids`` (a world with an id map) ids are text or any int64, else dense ids in [0, 2**24)."""
     served = Literal[vms]  # type: ignore[valid-type]
+    SomeId = RawId if raw_ids else Id  # noqa: N806 - a type
 
     class RankRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         vm: served | None = Field(None, description=f"the VM to score with (default: {vms[0]})")  # type: ignore[valid-type]
-        user_id: Id
-        items: list[Id] = Field(
+        user_id: SomeId  # type: ignore[valid-type]
+        items: list[SomeId] = Field(  # type: ignore[valid-type]
             min_length=1, max_length=max_candidates, json_schema_extra={"uniqueItems": True}, description="candidate item ids"
         )
         positions: list[Annotated[JsonInt, Field(ge=0, le=MAX_POSITION)]] | None = Field(
@@ -129,9 +145,10 @@ def rank_request_model(max_candidates: int, vms: tuple[str, ...]) -> type[BaseMo
 
         @model_validator(mode="after")
         def _consistent(self) -> "RankRequest":
-            if len(set(self.items)) != len(self.items):
-                seen: set[int] = set()
-                duplicate = next(i for i in self.items if i in seen or seen.add(i))
+            keys = [canonical_id(i) for i in self.items] if raw_ids else self.items  # 7 and "7" are one raw id
+            if len(set(keys)) != len(keys):
+                seen: set[int | str] = set()
+                duplicate = next(i for i in keys if i in seen or seen.add(i))
                 raise ValueError(f"items: item id {duplicate} appears more than once")
             if self.positions is not None and len(self.positions) != len(self.items):
                 raise ValueError(f"positions: {len(self.positions)} positions for {len(self.items)} items")
@@ -144,10 +161,17 @@ class Service:
     """What the app holds while it runs: a ranker per VM (the lead first), their champion watchers and one
     poller that refreshes each."""
 
-    def __init__(self, rankers: Mapping[str, Ranker], watchers: Mapping[str, ChampionWatcher], poll_seconds: float) -> None:
+    def __init__(
+        self,
+        rankers: Mapping[str, Ranker],
+        watchers: Mapping[str, ChampionWatcher],
+        poll_seconds: float,
+        ids: IdMaps | None = None,
+    ) -> None:
         if not rankers:
             raise ValueError("a service needs at least one VM to serve")
         self.rankers, self.watchers = dict(rankers), dict(watchers)
+        self.ids = ids  # the served world's id map; None: requests carry dense ids
         self.metrics = next(iter(self.rankers.values())).metrics
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, args=(poll_seconds,), name="champion-poll", daemon=True)
@@ -158,6 +182,13 @@ class Service:
 
     def ranker(self, vm: str | None) -> Ranker:
         return self.rankers[vm or self.vms[0]]
+
+    def dense_ids(self, user: int | str, items: list[int] | list[str]) -> tuple[int, np.ndarray]:
+        """A request's ids as the models know them: through the world's map (one it lacks is unknown, served
+        cold), or as sent where the world has none."""
+        if self.ids is None:
+            return int(user), np.asarray(items, np.int64)
+        return int(self.ids.user.dense_ids([user])[0]), self.ids.item.dense_ids(items)
 
     def start(self) -> None:
         for watcher in self.watchers.values():
@@ -200,7 +231,10 @@ def next_poll_wait(poll_seconds: float, last_wait: float, was_ready: bool, ready
 
 
 def build_service(
-    store: FeatureStore, models: Mapping[str, ChampionWatcher | ServingModel], config: ServiceConfig
+    store: FeatureStore,
+    models: Mapping[str, ChampionWatcher | ServingModel],
+    config: ServiceConfig,
+    ids: IdMaps | None = None,
 ) -> Service:
     """The service's parts, one ranker per VM on the shared store and metrics. The VMs run on one torch thread:
     at 200 rows a second thread saves nothing and costs tens of milliseconds at p99 when the cores are busy
@@ -223,7 +257,7 @@ def build_service(
             source.check = functools.partial(_held_by, store)
         rankers[vm] = Ranker(store, source, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
     watchers = {vm: source for vm, source in models.items() if isinstance(source, ChampionWatcher)}
-    return Service(rankers, watchers, config.poll_seconds)
+    return Service(rankers, watchers, config.poll_seconds, ids)
 
 
 def _held_by(store: FeatureStore, model: ServingModel) -> None:
@@ -245,13 +279,16 @@ def _served_log_failed(metrics: RankerMetrics, error: str) -> None:
 
 
 def service_from_settings(settings: Settings, config: ServiceConfig) -> Service:
-    """The configured store and every configured VM's ``solaris-vm-<name>@champion``, each followed as it moves."""
+    """The configured store and every configured VM's ``solaris-vm-<name>@champion``, each followed as it moves,
+    with the id map of the world served (``SOLARIS_WORLD``), if it has one."""
     from solaris.store import open_configured_store
     from solaris.tracking import registry
 
+    ids = IdMaps.read(settings.world_dir())
+    logger.info("world %s: %s", settings.world, "raw ids through its id map" if ids else "no id map, dense ids")
     client = registry.connect(settings)
     watchers = {spec.name: ChampionWatcher(client, spec.name) for spec in settings.vms()}
-    return build_service(open_configured_store(settings), watchers, config)
+    return build_service(open_configured_store(settings), watchers, config, ids)
 
 
 CONFIG_ENV = "SOLARIS_SERVE_CONFIG"
@@ -271,7 +308,7 @@ def app_from_env() -> FastAPI:
 def create_app(service: Service, config: ServiceConfig) -> FastAPI:
     # Evaluated annotations (no `from __future__ import annotations` here): FastAPI reads the endpoint's
     # parameter types at runtime, and this request model is built per app, with its limits.
-    RankRequest = rank_request_model(config.max_candidates, service.vms)
+    RankRequest = rank_request_model(config.max_candidates, service.vms, raw_ids=service.ids is not None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -303,8 +340,9 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
         at = request.at or datetime.now(UTC)  # the HTTP edge is where "now" enters
         positions = None if request.positions is None else np.asarray(request.positions)
         ranker = service.ranker(request.vm)
+        user, items = service.dense_ids(request.user_id, request.items)
         try:
-            served = await ranker.rank_async(request.user_id, np.asarray(request.items), at, positions, request.request_id)
+            served = await ranker.rank_async(user, items, at, positions, request.request_id)
         except NotReady as exc:
             raise HTTPException(503, f"VM {request.vm or service.vms[0]}: {exc}") from None
         answer = RankResponse(

@@ -236,8 +236,8 @@ class SqlFeatureStore(FeatureStore):
     # -- reads ------------------------------------------------------------------------------------------
 
     def _request(self, user_ids: np.ndarray, item_ids: np.ndarray) -> PairIndex:
-        users = validate.ids(user_ids, "user_ids")
-        items = validate.ids(item_ids, "item_ids", len(users))
+        users = validate.read_ids(user_ids, "user_ids")
+        items = validate.read_ids(item_ids, "item_ids", len(users))
         return PairIndex.build(users, items)
 
     def read_tiers_batch(

@@ -10,6 +10,7 @@ from datetime import datetime
 
 import numpy as np
 
+from solaris.data.idmap import UNKNOWN
 from solaris.store.base import EmbeddingVersion, ExposureCounts, StoreError
 from solaris.store.codec import EXPOSURE_WIDTH, encode_exposure, encode_vectors, to_micros
 
@@ -87,15 +88,17 @@ def stamp(run_id: str, version: EmbeddingVersion, created_at: datetime, expires_
     return Stamp(run_id, version.version_id, *run_times(run_id, created_at, expires_at))
 
 
-def ids(values: np.ndarray, name: str, n: int | None = None) -> np.ndarray:
+def ids(values: np.ndarray, name: str, n: int | None = None, lowest: int = 0) -> np.ndarray:
+    """Ids as a 1-D int64 array; a read passes ``lowest=UNKNOWN`` (:func:`read_ids`)."""
     arr = np.asarray(values)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise StoreError(f"{name} must be a 1-D integer array, got shape {arr.shape} dtype {arr.dtype}")
     if n is not None and len(arr) != n:
         raise StoreError(f"{name} has {len(arr)} rows, expected {n}")
     arr = arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
-        raise StoreError(f"{name} row {int(np.argmin(arr))} is negative ({int(arr.min())})")
+    if arr.size and arr.min() < lowest:
+        below = "negative" if lowest == 0 else f"below {lowest}"
+        raise StoreError(f"{name} row {int(np.argmin(arr))} is {below} ({int(arr.min())})")
     return arr
 
 
@@ -105,6 +108,12 @@ def finite_rows(values: np.ndarray, dtype: str) -> np.ndarray:
     with np.errstate(over="ignore"):  # an overflow becomes inf, which this check reports
         cast = np.asarray(values).astype(dtype)
     return np.isfinite(cast.reshape(len(cast), -1)).all(axis=1) if cast.size else np.ones(len(cast), bool)
+
+
+def read_ids(values: np.ndarray, name: str, n: int | None = None) -> np.ndarray:
+    """Ids to read: as written, or ``UNKNOWN`` (a request's raw id its world's id map lacks), which no row holds
+    and so reads as absent (served cold)."""
+    return ids(values, name, n, lowest=UNKNOWN)
 
 
 def finite(values: np.ndarray, name: str, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:

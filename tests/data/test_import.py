@@ -18,6 +18,7 @@ from solaris.data import importer
 from solaris.data.eventlog import EventLog
 from solaris.data.importer import ColumnMapping, DuplicateRowsWarning, build_requests, import_file, parse_events
 from solaris.data.sources import LogImportError, Source
+from source_ids import as_source_ids, source_frame
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HEADER = "user,item,ts,click,seg,genre"
@@ -69,7 +70,7 @@ def leftovers(target: Path) -> list[str]:
 
 
 def requests_by_user_hour(log: EventLog) -> dict[tuple[datetime, int], list[int]]:
-    frame = log.requests(log.start, log.end).to_pandas()
+    frame = source_frame(log, log.requests(log.start, log.end))
     return {
         (ts.to_pydatetime().replace(minute=0, second=0, microsecond=0), user): list(candidates)
         for ts, user, candidates in zip(frame.ts, frame.user_id, frame.candidates, strict=True)
@@ -77,7 +78,7 @@ def requests_by_user_hour(log: EventLog) -> dict[tuple[datetime, int], list[int]
 
 
 def impressions_frame(log: EventLog) -> pd.DataFrame:
-    frame = log.impressions(log.start, log.end).to_pandas()
+    frame = source_frame(log, log.impressions(log.start, log.end))
     return frame.sort_values(["ts", "user_id", "item_id"]).reset_index(drop=True)
 
 
@@ -91,7 +92,7 @@ def test_csv_import_groups_requests_per_user_hour(tmp_path: Path, lines) -> None
     assert sorted((r.user_id, r.item_id, r.click) for r in imps.itertuples()) == sorted(
         (u, i, c) for u, i, _, c, _, _ in EVENTS
     )
-    requests = log.requests(log.start, log.end).to_pandas().set_index("request_id")
+    requests = source_frame(log, log.requests(log.start, log.end)).set_index("request_id")
     assert requests.loc[imps.request_id[imps.item_id == 10].min(), "ts"] == T0 + timedelta(minutes=5)
     for r in imps.itertuples():
         assert requests.loc[r.request_id, "candidates"][r.position] == r.item_id
@@ -104,12 +105,12 @@ def test_csv_import_groups_requests_per_user_hour(tmp_path: Path, lines) -> None
     for dataset in ("requests", "impressions"):
         hours = sorted(p.name for p in (log.root / dataset / "dt=2024-01-01").iterdir())
         assert hours == ["hour=00", "hour=01", "hour=02"]
-    one_hour = log.impressions(T0 + timedelta(hours=1), T0 + timedelta(hours=2)).to_pandas()
+    one_hour = source_frame(log, log.impressions(T0 + timedelta(hours=1), T0 + timedelta(hours=2)))
     assert list(one_hour.item_id) == [12]
 
-    users = log.users().to_pandas().set_index("user_id")
+    users = source_frame(log, log.users()).set_index("user_id")
     assert users.u_seg.to_dict() == {1: 2, 2: 1}  # sorted: a -> 1, b -> 2
-    items = log.items().to_pandas().set_index("item_id")
+    items = source_frame(log, log.items()).set_index("item_id")
     assert items.i_genre.to_dict() == {10: 1, 11: 2, 12: 0}  # 0: missing
     assert log.meta["vocabularies"] == {"u_seg": ["a", "b"], "i_genre": ["x", "y"]}
 
@@ -140,7 +141,7 @@ def test_parquet_with_request_ids_rating_and_conversion(tmp_path: Path) -> None:
     )  # fmt: skip
     log = import_file(source, tmp_path / "out" / "log", mapping)
 
-    requests = log.requests(log.start, log.end).to_pandas().set_index("request_id")
+    requests = source_frame(log, log.requests(log.start, log.end)).set_index("request_id")
     assert list(requests.loc[7, "candidates"]) == [11, 10, 12]
     assert list(requests.loc[9, "candidates"]) == [10, 11]
     assert requests.loc[7, "ts"].to_pydatetime() == T0 + timedelta(minutes=5)
@@ -227,9 +228,9 @@ BAD_CSV = [
     ([HEADER, "1,10,yesterday,1,a,x"], r"row 1 \(line 2\), column 'ts': unparsable timestamp"),
     ([HEADER, "1,10,0,1,a,x", "1,11,2024-01-01T00:00:00,1,a,x"], r"row 1 \(line 2\), column 'ts': unparsable"),
     ([HEADER, "1,10,1e300,1,a,x"], r"row 1 \(line 2\), column 'ts': expected unix seconds"),
-    ([HEADER, "1,10,0,1,a,x", "1.5,11,0,1,a,x"], r"row 2 \(line 3\), column 'user': expected a non-negative integer"),
-    ([HEADER, "1,-3,0,1,a,x"], r"row 1 \(line 2\), column 'item': expected a non-negative integer"),
-    ([HEADER, "1,10,0,1,a,x", "abc,11,0,1,a,x", "x,1,0,1,a,x"], r"row 2 \(line 3\), column 'user'.*'abc' \(2 such rows\)"),
+    ([HEADER, "1,10,0,1,a,x", ",11,0,1,a,x"], r"row 2 \(line 3\), column 'user': missing id, got nan$"),
+    ([HEADER, f"1,{'x' * 257},0,1,a,x"], r"row 1 \(line 2\), column 'item': an id over 256 characters"),
+    ([HEADER, "1,10,0,1,a,x", ",11,0,1,a,x", ",1,0,1,a,x"], r"row 2 \(line 3\), column 'user': missing id.*\(2 such rows\)"),
     ([HEADER, "1,10,0,1,a,x", "", "1,11,0,2,a,x"], r"row 3 \(line 4\), column 'click': expected 0 or 1, got '2'"),
     ([HEADER, "1,10,0,,a,x"], r"row 1 \(line 2\), column 'click': expected 0 or 1"),
     ([HEADER, "1,10,0,1,a,x", "1,11,0,1,b,x"], r"row 2 \(line 3\), column 'seg': user_id 1 already had 'a' at row 1"),
@@ -319,18 +320,19 @@ def test_requests_match_a_groupby_of_the_events(events: list[tuple[int, int, int
     frame = pd.DataFrame(events, columns=["user", "item", "ts"]).assign(click=0)
     source = Source("events", frame, header_lines=None)
     mapping = ColumnMapping(user="user", item="item", timestamp="ts", label="click")
-    requests, impressions = build_requests(source, parse_events(source, mapping), "user")
+    events = parse_events(source, mapping)
+    requests, impressions = build_requests(source, events, "user")
 
     hour = frame.ts // 3600
     expected = {
         (h * 3600, user): group.sort_values("ts", kind="stable").item.tolist()
         for (h, user), group in frame.groupby([hour, frame.user])
     }
-    got = requests.to_pandas()
+    got = as_source_ids(events.ids, requests.to_pandas())
     starts = got.ts.astype("int64") // 10**6 // 3600 * 3600
     assert dict(zip(zip(starts, got.user_id, strict=True), got.candidates.map(list), strict=True)) == expected
     by_id = got.set_index("request_id")
-    for r in impressions.to_pandas().itertuples():
+    for r in as_source_ids(events.ids, impressions.to_pandas()).itertuples():
         assert by_id.loc[r.request_id, "candidates"][r.position] == r.item_id
         assert (by_id.loc[r.request_id, "user_id"], by_id.loc[r.request_id, "ts"]) == (r.user_id, r.ts)
 

