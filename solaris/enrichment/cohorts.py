@@ -21,18 +21,25 @@ if TYPE_CHECKING:  # torch and the log: imported only by the functions that read
     from solaris.data.eventlog import EventLog
     from solaris.models.layers import SideEmbedding
 
-KEY_RADIX = 1 << 10  # side-feature codes per position in a key
-MAX_FEATURES = 6  # KEY_RADIX ** MAX_FEATURES stays below the store's COHORT_USER_BASE
+KEY_BITS = 60  # keys lie in [0, 2**60): the store's prototype ids, COHORT_USER_BASE + key, stay in int64
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant (the golden ratio's): mixes each code in
 
 
 def cohort_keys(features: np.ndarray) -> np.ndarray:
-    """One key per row of side-feature codes (an ``IdTable``'s rows: category + 1, 0 for unknown)."""
+    """One key per row of side-feature codes (an ``IdTable``'s rows: category + 1, 0 for unknown): a 60-bit
+    hash of the row, so a log with many side features, or one with thousands of categories, still forms
+    cohorts (two cohorts share a key with odds about n**2 / 2**61). The all-unknown row's key is 0."""
     codes = np.asarray(features, np.int64)
-    if codes.ndim != 2 or codes.shape[1] > MAX_FEATURES:
-        raise ValueError(f"cohort keys take [n, <= {MAX_FEATURES}] side-feature codes, got shape {codes.shape}")
-    if codes.size and (codes.min() < 0 or codes.max() >= KEY_RADIX):
-        raise ValueError(f"side-feature codes must lie in [0, {KEY_RADIX}) to form cohort keys")
-    return codes @ (KEY_RADIX ** np.arange(codes.shape[1], dtype=np.int64))
+    if codes.ndim != 2:
+        raise ValueError(f"cohort keys take [n, features] side-feature codes, got shape {codes.shape}")
+    if codes.size and codes.min() < 0:
+        raise ValueError("side-feature codes must be at least 0 (0: unknown) to form cohort keys")
+    key = np.zeros(len(codes), np.uint64)
+    with np.errstate(over="ignore"):
+        for column in codes.T.astype(np.uint64):
+            key = (key ^ column) * _MIX
+            key ^= key >> np.uint64(29)
+    return (key >> np.uint64(64 - KEY_BITS)).astype(np.int64)
 
 
 class CohortLookup:

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from solaris.enrichment.cohorts import CohortLookup, cohort_keys, user_cohorts
+from solaris.enrichment.cohorts import KEY_BITS, CohortLookup, cohort_keys, user_cohorts
 from solaris.models.features import HistoryIndex, IdTable, pair_matrix
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.precompute.cohort_codes import largest_cohorts
@@ -69,12 +69,21 @@ def test_the_rankers_lookup_finds_the_row_the_model_reads(fm_and_history: tuple)
     np.testing.assert_array_equal(CohortLookup(fm.user)(ids), cohort_keys(fm.user.features[rows].numpy()))
 
 
-def test_cohort_keys_refuse_what_they_cannot_encode() -> None:
-    assert cohort_keys(np.array([[1, 2], [2, 1]])).tolist() == [1 + 2 * 1024, 2 + 1 * 1024]
-    with pytest.raises(ValueError, match="must lie in"):
-        cohort_keys(np.array([[1024]]))
+def test_cohort_keys_take_any_width_and_cardinality_and_refuse_what_is_no_code() -> None:
+    """An imported log may hold many side features or thousands of categories (a zip code): keys still form,
+    distinct rows get distinct keys, the same row always the same one, and the all-unknown row key 0."""
+    rng = np.random.default_rng(0)
+    codes = np.unique(rng.integers(0, 50_000, size=(20_000, 9)), axis=0)
+    keys = cohort_keys(codes)
+    assert len(np.unique(keys)) == len(codes) and (keys >= 0).all() and (keys < 2**KEY_BITS).all()
+    np.testing.assert_array_equal(cohort_keys(codes[::-1]), keys[::-1])
+    assert cohort_keys(np.array([[1, 2], [2, 1]]))[0] != cohort_keys(np.array([[1, 2], [2, 1]]))[1]  # order counts
+    assert cohort_keys(np.zeros((3, 4), np.int64)).tolist() == [0, 0, 0]
+    assert (prototype_ids(keys) > 0).all()  # no int64 overflow in the store's prototype ids
+    with pytest.raises(ValueError, match="at least 0"):
+        cohort_keys(np.array([[-1]]))
     with pytest.raises(ValueError, match="side-feature codes, got shape"):
-        cohort_keys(np.zeros((1, 7), np.int64))
+        cohort_keys(np.zeros(7, np.int64))
 
 
 def test_only_rows_without_counters_or_an_own_code_are_new() -> None:
