@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, VM_SEEDS
 from solaris.precompute.params import cli_option
 
 
@@ -17,6 +17,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--world", help="a world already under SOLARIS_DATA_DIR/worlds (e.g. imported MovieLens)")
     source.add_argument("--log", type=Path, help="an event log folder")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one replay per seed (world and training)")
+    p.add_argument(
+        "--vm-seeds", type=int, nargs="+", default=list(VM_SEEDS),
+        help=f"train every VM variant once per seed and report the mean and spread (default {' '.join(map(str, VM_SEEDS))})",
+    )  # fmt: skip
     for name in ("top_fraction", "ttl_hours", "cohorts", "cohort_items"):
         flag, options = cli_option(name)
         p.add_argument(flag, **options)
@@ -55,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         sweep_warmup_hours=args.sweep_warmup_hours,
         sweep_hours=args.sweep_hours,
         fm_refresh=args.fm_refresh,
+        vm_seeds=tuple(args.vm_seeds),
     )
     folders = [replay_one(settings, request, seed) for seed in request.seeds]
     print(summary(folders))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,11 @@ def served_events(
             own = own.select((position >= spec.positions[0]) & (position <= spec.positions[1]))
         found[spec.name] = own
     return found
+
+
+def hour_index(hour: datetime) -> int:
+    """The hour as :attr:`ServedEvents.hours` counts it (hours since the epoch)."""
+    return int(hour.timestamp()) // 3600
 
 
 def _request_ids(table: pa.Table) -> np.ndarray:

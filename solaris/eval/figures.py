@@ -32,6 +32,12 @@ class ModelScore:
     ne_gain: float | None = None
     ne_gain_ci95: Interval | None = None
     transfer_ratio_ci95: Interval | None = None
+    # A VM variant is trained once per VM training seed and scored as the mean over those runs (its figures and
+    # intervals above); beside them the sample sd over the runs (None for one run, the FM, and older reports).
+    runs: int = 1
+    ne_runs_sd: float | None = None
+    ne_gain_runs_sd: float | None = None
+    transfer_ratio_runs_sd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,14 +127,17 @@ class TierContribution:
     tier: str
     without: str  # the model that lacks the tier
     with_tier: str  # the model that has it
-    ne_gain: float  # NE without minus NE with: > 0 where the tier helps
+    ne_gain: float  # NE without minus NE with, the mean over training runs paired by seed: > 0 where the tier helps
     ne_gain_ci95: Interval
     coverage_marginal: float  # the eval span's share of served pairs the tier fed first
+    ne_gain_runs_sd: float | None = None  # its sd over those runs (None: one run, or an older report)
 
     @property
     def measurable(self) -> bool:
-        """Whether the gain's interval excludes 0."""
-        return self.ne_gain_ci95[0] > 0 or self.ne_gain_ci95[1] < 0
+        """Whether the gain exceeds both its noises: its interval over requests excludes 0 and it is larger
+        than its spread over training runs (two variants' runs differ even where their inputs would not)."""
+        beyond_requests = self.ne_gain_ci95[0] > 0 or self.ne_gain_ci95[1] < 0
+        return beyond_requests and abs(self.ne_gain) > (self.ne_gain_runs_sd or 0.0)
 
 
 @dataclass(frozen=True)

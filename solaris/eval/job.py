@@ -12,8 +12,9 @@ import mlflow
 from solaris.config import Settings
 from solaris.eval import report as render
 from solaris.eval.figures import ReplayReport
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, check_fm_refresh
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, VM_SEEDS, check_fm_refresh
 from solaris.eval.arms import mean_coverage
+from solaris.eval.judging import VMTraining
 from solaris.eval.replay import ReplayConfig, run_replay
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
@@ -37,9 +38,11 @@ class ReplayRequest:
     sweep_warmup_hours: int = 8
     sweep_hours: int | None = None
     fm_refresh: str = DEFAULT_FM_REFRESH
+    vm_seeds: tuple[int, ...] = VM_SEEDS  # one training run of every VM variant per seed
 
     def __post_init__(self) -> None:
         check_fm_refresh(self.fm_refresh)
+        VMTraining(seeds=self.vm_seeds)  # distinct and at least one, named on error
         if self.sweep_warmup_hours < 0:
             raise ValueError(f"--sweep-warmup-hours must be at least 0, got {self.sweep_warmup_hours}")
         if self.sweep_hours is not None and self.sweep_hours < 1:
@@ -85,6 +88,7 @@ def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: R
         sweep_warmup_hours=request.sweep_warmup_hours,
         sweep_hours=request.sweep_hours,
         fm_refresh=request.fm_refresh,
+        vm_training=replace(base.vm_training, seeds=request.vm_seeds),
         device="cpu" if settings.device == "auto" else settings.device,
     )
 

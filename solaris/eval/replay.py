@@ -22,19 +22,18 @@ from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
 from solaris.eval.ceiling import known_user_share
-from solaris.eval.events import FM_PROBS, ServedEvents, concat, served_events
+from solaris.eval.events import ServedEvents, concat, hour_index, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution, VMFigures
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM, FM_HOURLY, FM_HOURLY_POSITIONED, check_fm_refresh, protocol
-from solaris.eval.scoring import score_cohorts, score_models, tier_contributions
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, check_fm_refresh, protocol
+from solaris.eval.scoring import score_cohorts, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
-from solaris.eval.variants import TIER_STEPS, VARIANTS, predict, refresh, variant
-from solaris.models.calibration import PlattScaling
+from solaris.eval.judging import JudgedVM, VMTraining, judge_vm
+from solaris.eval.variants import TIER_STEPS
 from solaris.models.fm import FoundationModel
 from solaris.models.splits import Span
 from solaris.models.training import FitConfig
-from solaris.models.vm import VerticalModel
 from solaris.precompute.params import PrecomputeParams
 from solaris.serving import Ranker
 from solaris.serving.servedlog import ServedLog, served_dir
@@ -57,8 +56,8 @@ class ReplayConfig:
     speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
     sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
-    valid_hours: int = 2  # the logging span's last hours: early stopping of every refresh
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
+    vm_training: VMTraining = field(default_factory=VMTraining)
     device: str = "cpu"
     progress: bool = True
     fm_refresh: str = DEFAULT_FM_REFRESH  # see solaris.eval.protocol
@@ -151,9 +150,10 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     judged = {
         spec.name: replay.phase(
             f"refresh and score VM {spec.name}",
-            lambda spec=spec: _judge_vm(
-                replay, trained, spec.name, concat([part[spec.name] for part in logging_parts]), eval_parts[spec.name],
-                serving, version,
+            lambda spec=spec: judge_vm(
+                config.vm_training, {v: t.model for v, t in trained.vms[spec.name].items()},
+                concat([part[spec.name] for part in logging_parts]), eval_parts[spec.name],
+                serving.first_serving_hour, version, config.seed,
             ),
         )
         for spec in vms
@@ -161,9 +161,9 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     lead = judged[vms[0].name]
     contributions, cohorts = _details(lead, evaluated_marginal, serving.fm.model, config.seed)
     span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
-    main_events = lead.events.select(lead.events.hours >= _hour_index(span.serve_from))
+    main_events = lead.events.select(lead.events.hours >= hour_index(span.serve_from))
     arms = Arms(
-        span, serving.serving, lead.refreshed, main_events, replay.arm_settings,
+        span, serving.serving, lead.first_seed(), main_events, replay.arm_settings,
         lambda arm_span_, settings: events(arm_span_, settings, specs=vms[:1])[vms[0].name], config.seed, config.progress,
     )  # fmt: skip
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
@@ -204,7 +204,7 @@ def _logging_segments(spans: ReplaySpans, refreshes: list[datetime], shadow_hour
 
 def _shadow(replay: Replay, chain: Chain, at: datetime) -> Chain:
     plan = _plan(replay.config)
-    return start_shadow(replay.settings, replay.log.root, chain, at, plan, replay.config.valid_hours)
+    return start_shadow(replay.settings, replay.log.root, chain, at, plan, replay.config.vm_training.valid_hours)
 
 
 def _plan(config: ReplayConfig) -> TrainPlan:
@@ -234,71 +234,6 @@ def _train(replay: Replay) -> TrainReport:
 def _replay_span(replay: Replay, ranker: Ranker, span: Span, label: str) -> loop.SpanRun:
     params = replay.config.precompute_params(replay.config.top_fraction)
     return loop.replay_hours(replay.settings, hours_between(span.start, span.end), span.start, params, ranker, label, replay.config.progress)
-
-
-def _refresh(
-    replay: Replay, trained: TrainReport, vm_name: str, logging: ServedEvents, version_from: datetime, version: str
-) -> dict[str, VerticalModel]:
-    """Every variant of one VM refreshed on all the logging hours it may learn from: one that reads the FM
-    (its codes, or its probability as a distillation target) on the hours the serving version served, so it is
-    never fed another version's output; the base VM, which reads nothing of the FM, on the whole logging span,
-    as production would train it. The last ``valid_hours`` decide early stopping for all."""
-    before_cut = logging.hours < int(logging.hours.max()) - replay.config.valid_hours + 1
-    every_hour = logging.select(before_cut)
-    own_hours = logging.select(before_cut & (logging.hours >= _hour_index(version_from)))
-    valid = logging.select(~before_cut)
-    if not len(own_hours) or not len(valid):
-        raise ValueError(f"the served hours before the eval span are too few to hold {replay.config.valid_hours} validation hours")
-    fit, first_stage = replay.config.fit, trained.vms[vm_name]
-    return {
-        v.name: refresh(v, first_stage[v.first_stage].model, own_hours if v.reads_fm else every_hour, valid, fit, version)
-        for v in VARIANTS
-    }
-
-
-def _hour_index(hour: datetime) -> int:
-    """The hour as :attr:`ServedEvents.hours` counts it (hours since the epoch)."""
-    return int(hour.timestamp()) // 3600
-
-
-@dataclass(frozen=True)
-class JudgedVM:
-    """One VM on the replay: its variants refreshed on what was served, and every model's probabilities of
-    its label on the eval span's events (the FM head calibrated)."""
-
-    events: ServedEvents
-    refreshed: dict[str, VerticalModel]
-    probs: dict[str, np.ndarray]
-    scores: list[ModelScore]
-
-    def figures(self, spec: VMSpec) -> VMFigures:
-        positions = None if spec.positions is None else list(spec.positions)
-        positives = int(self.events.label.sum())
-        return VMFigures(spec.label, positions, len(self.events), positives, self.scores)
-
-
-def _judge_vm(
-    replay: Replay, trained: TrainReport, vm_name: str, logging: ServedEvents, evaluation: ServedEvents,
-    serving: Chain, version: str,
-) -> JudgedVM:  # fmt: skip
-    own = logging.select(logging.hours >= _hour_index(serving.first_serving_hour))
-    calibrated = _calibration(own)
-    refreshed = _refresh(replay, trained, vm_name, calibrated(logging), serving.first_serving_hour, version)
-    events = calibrated(evaluation)
-    probs = {FM: events.fm_prob, FM_HOURLY: events.fm_prob_hourly, FM_HOURLY_POSITIONED: events.fm_prob_hourly_positioned}
-    probs |= {name: predict(variant(name), model, events) for name, model in refreshed.items()}
-    return JudgedVM(events, refreshed, probs, score_models(events.label, events.requests, probs, replay.config.seed))
-
-
-def _calibration(own: ServedEvents) -> Callable[[ServedEvents], ServedEvents]:
-    """The FM head Platt-recalibrated on the serving version's hours before the eval span: two numbers per
-    FM probability, fitted on labels the eval never sees."""
-    fits = {name: PlattScaling.fit(getattr(own, name), own.label) for name in FM_PROBS}
-
-    def calibrated(events: ServedEvents) -> ServedEvents:
-        return replace(events, **{name: fit(getattr(events, name)) for name, fit in fits.items()})
-
-    return calibrated
 
 
 def _details(

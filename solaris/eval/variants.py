@@ -15,9 +15,9 @@ import numpy as np
 
 from solaris.enrichment.tiers import COHORT, FED_BY
 from solaris.eval.events import ServedEvents
-from solaris.eval.protocol import ALL_TIERS
+from solaris.eval.protocol import ALL_TIERS, VM_BASE
 from solaris.models.training import FitConfig, refresh_vm
-from solaris.models.vm import TIERS, VerticalModel, score, tier_columns
+from solaris.models.vm import BASE_VARIANT, TIERS, VerticalModel, score, tier_columns
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ TIER_LADDER = _tier_ladder()
 # shows what A2A adds once every other tier is there (labelled an ablation: never the headline).
 WITHOUT_A2A = Variant("SOLARIS all but a2a (ablation)", "solaris", tuple(t for t in FED_BY if t != "a2a"), False)
 VARIANTS = (
-    Variant("VM base", "base", (), False),
+    Variant(VM_BASE, BASE_VARIANT, (), False),
     Variant("VM distilled", "distilled", (), True),
     *TIER_LADDER,
     WITHOUT_A2A,
@@ -89,21 +89,33 @@ def targets(v: Variant, events: ServedEvents, alpha: float) -> np.ndarray:
 
 
 def refresh(
-    v: Variant, first_stage: VerticalModel, train: ServedEvents, valid: ServedEvents, fit: FitConfig, embedding_version: str
-) -> VerticalModel:
-    """Train a copy of the first stage further on served hours; validation scores hard labels. A variant that
-    reads embeddings then records ``embedding_version``, the only version it was refreshed on."""
-    dim, alpha = first_stage.config.code_dim, first_stage.config.distill_alpha
-    model, _ = refresh_vm(
-        first_stage,
+    v: Variant,
+    start: VerticalModel,
+    train: ServedEvents,
+    valid: ServedEvents,
+    fit: FitConfig,
+    embedding_version: str,
+    tier_dropout: float = 0.0,
+    keep_start: bool = False,
+    tiers_only: bool = False,
+) -> tuple[VerticalModel, float]:
+    """Train a copy of ``start`` further on served hours; validation scores hard labels. A variant that
+    reads embeddings then records ``embedding_version``, the only version it was refreshed on. Returns the
+    model and its loss on the validation rows."""
+    dim, alpha = start.config.code_dim, start.config.distill_alpha
+    model, result = refresh_vm(
+        start,
         (inputs(v, train, dim), targets(v, train, alpha)),
         (inputs(v, valid, dim), valid.label),
         fit,
         f"refresh {v.name}",
+        tier_dropout,
+        keep_start,
+        tiers_only,
     )
     if model.config.uses_embeddings:
         model.config = replace(model.config, embedding_version=embedding_version)
-    return model
+    return model, result.best_valid_loss
 
 
 def predict(v: Variant, model: VerticalModel, events: ServedEvents) -> np.ndarray:

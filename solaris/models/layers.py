@@ -15,8 +15,10 @@ class SideEmbedding(nn.Module):
     Holding the side-feature table inside the module makes a logged model self-contained: callers pass ids
     only. What a model knows of an id must not live only in an id row that training never reached (an item
     born after the model trained keeps its row at initialisation until the next retrain): an id no training
-    step looked up takes the learned 'unknown' id row, with its own side features. ``id_dropout`` trains that
-    row, and the side features, by hiding a share of known ids during training, as a new id is hidden.
+    step looked up takes the 'unknown' id row, with its own side features. That row is learned only from ids
+    hidden in training, as a new id is hidden: ``id_dropout`` hides that share of ids in every training
+    lookup. Without it no step reaches the row and weight decay zeroes it, and with no side features a new
+    user's or item's vector is then exactly zero (ablations/fm_new_ids.py).
     """
 
     def __init__(self, table: IdTable, dim: int, id_dropout: float = 0.0) -> None:
@@ -43,9 +45,10 @@ class SideEmbedding(nn.Module):
         return torch.where((ids >= 0) & (ids < self.vocab - 1), ids + 1, torch.zeros_like(ids))
 
     def known(self, ids: np.ndarray) -> np.ndarray:
-        """Which ``ids`` a training step looked up (the rest take the unknown row): bool, one per id."""
+        """Which ``ids`` a training step looked up (the rest take the unknown row): bool, one per id. An id
+        outside the table is never known (row 0 is the unknown row, which empty history slots look up too)."""
         rows = self.rows(torch.as_tensor(np.asarray(ids, dtype=np.int64), device=self.trained.device))
-        return self.trained[rows].cpu().numpy()
+        return ((rows > 0) & self.trained[rows]).cpu().numpy()
 
     def forward(self, rows: torch.Tensor, as_unknown: bool = False) -> torch.Tensor:
         """``as_unknown``: every id takes the unknown row, with its own side features (a user new to the model)."""

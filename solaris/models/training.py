@@ -23,7 +23,7 @@ from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.loader import minibatches, stream_impressions
 from solaris.models.splits import Span
-from solaris.models.vm import VMConfig, VerticalModel
+from solaris.models.vm import VMConfig, VerticalModel, from_base, hide_tiers, train_tiers_only
 from solaris.models.vm_data import VMData
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -36,6 +36,11 @@ class FitConfig:
     patience: int = 1
     lr: float = 2e-3
     weight_decay: float = 1e-6
+    # Coupled L2 on id embedding rows too. Under Adam it moves every row no batch reached toward zero by about
+    # ``lr`` a step whatever the decay's size: a strong regulariser of id rows, without which the FM overfits
+    # them in its first epoch (0.905 against 0.868 NE on the plain world, ablations/fm_new_ids.py). A row no
+    # step reached is never served (it takes the unknown row), and the unknown row is trained by hiding ids.
+    embedding_decay: bool = True
     batch_size: int = 512
     block_hours: int = 12
     seed: int = 0
@@ -48,14 +53,17 @@ class FitConfig:
 
 @dataclass
 class FitResult:
+    """``best_epoch`` -1 with a ``start_loss``: no epoch beat the weights training started from, which were kept."""
+
     train_loss: list[float] = field(default_factory=list)
     valid_loss: list[float] = field(default_factory=list)
     best_epoch: int = -1
     seconds: float = 0.0
+    start_loss: float | None = None
 
     @property
     def best_valid_loss(self) -> float:
-        return self.valid_loss[self.best_epoch]
+        return self.valid_loss[self.best_epoch] if self.best_epoch >= 0 else float(self.start_loss)
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -71,13 +79,20 @@ def fit(
     config: FitConfig,
     desc: str,
     on_epoch: EpochHook | None = None,
+    keep_start: bool = False,
 ) -> FitResult:
-    """Train until the validation loss stops improving for ``patience`` epochs; keep the best weights."""
+    """Train until the validation loss stops improving for ``patience`` epochs; keep the best weights.
+    ``keep_start``: the weights training starts from compete too, so a model trained further from a good
+    start is never worse on the validation hours than that start."""
     rng = seed_everything(config.seed)
     if config.threads:
         torch.set_num_threads(config.threads)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimiser = torch.optim.Adam(param_groups(model, config), lr=config.lr)
     result, best_state, started = FitResult(), copy.deepcopy(model.state_dict()), time.perf_counter()
+    if keep_start:
+        model.eval()
+        with torch.inference_mode():
+            result.start_loss = validate(model)
     for epoch in range(config.epochs):
         model.train()
         total, rows = 0.0, 0
@@ -94,7 +109,7 @@ def fit(
         result.valid_loss.append(valid)
         if on_epoch is not None:
             on_epoch(epoch, result.train_loss[-1], valid)
-        if result.best_epoch < 0 or valid < result.best_valid_loss:
+        if (result.best_epoch < 0 and result.start_loss is None) or valid < result.best_valid_loss:
             result.best_epoch, best_state = epoch, copy.deepcopy(model.state_dict())
         elif epoch - result.best_epoch >= config.patience:
             break
@@ -102,6 +117,16 @@ def fit(
     model.eval()
     result.seconds = time.perf_counter() - started
     return result
+
+
+def param_groups(model: nn.Module, config: FitConfig) -> list[dict[str, object]]:
+    """The model's parameters with their weight decay: none on embedding tables unless ``embedding_decay``."""
+    tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay_tables = config.weight_decay if config.embedding_decay else 0.0
+    return [
+        {"params": [p for p in model.parameters() if id(p) not in tables], "weight_decay": config.weight_decay},
+        {"params": [p for p in model.parameters() if id(p) in tables], "weight_decay": decay_tables},
+    ]
 
 
 def _tensors(*arrays: np.ndarray) -> tuple[torch.Tensor, ...]:
@@ -206,16 +231,22 @@ def train_vm(
     config: VMConfig = VMConfig(),
     fit_config: FitConfig = FitConfig(),
     on_epoch: EpochHook | None = None,
+    base: VerticalModel | None = None,
 ) -> tuple[VerticalModel, FitResult]:
     """Train one VM variant; validation scores hard labels with the pair tier's served coverage.
 
     An embedding variant records the training data's embedding version, so it can never be fed others.
+    ``base``: a trained base VM to start from (:func:`~solaris.models.vm.from_base`), kept unless training beats
+    it on the validation hours, so the variant is never worse there than the base VM.
     """
     if config.uses_embeddings:
         config = replace(config, embedding_version=train.embedding_version)
     seed_everything(fit_config.seed)
-    model = VerticalModel(config, users, items)
-    model.start_at_base_rate(float(train.label.mean()))
+    if base is None:
+        model = VerticalModel(config, users, items)
+        model.start_at_base_rate(float(train.label.mean()))
+    else:
+        model = from_base(base, config)
     vx, vy = _tensors(valid.served_like(config), valid.label)
     targets = train.targets(config)
 
@@ -227,7 +258,7 @@ def train_vm(
     def valid_loss(m: nn.Module) -> float:
         return float(vm_loss(m, vx, vy))
 
-    result = fit(model, batches, vm_loss, valid_loss, fit_config, f"VM {config.variant}", on_epoch)
+    result = fit(model, batches, vm_loss, valid_loss, fit_config, f"VM {config.variant}", on_epoch, keep_start=base is not None)
     return model, result
 
 
@@ -237,15 +268,26 @@ def refresh_vm(
     valid: tuple[np.ndarray, np.ndarray],
     fit_config: FitConfig,
     desc: str,
+    tier_dropout: float = 0.0,
+    keep_start: bool = False,
+    tiers_only: bool = False,
 ) -> tuple[VerticalModel, FitResult]:
     """A copy of ``model`` trained further on (inputs, targets) of recent hours: the refresh that keeps every
-    variant equally fresh. Inputs are taken as they are (features as served carry their real coverage)."""
+    variant equally fresh. Inputs are taken as they are (features as served carry their real coverage), but
+    for ``tier_dropout`` (each epoch hides each tier from that share of rows: :func:`hide_tiers`);
+    ``keep_start``: see :func:`fit`."""
     refreshed = copy.deepcopy(model)
+    if tiers_only:
+        train_tiers_only(refreshed)
+        fit_config = replace(fit_config, weight_decay=0.0)
     vx, vy = _tensors(*valid)
+    code_dim = model.config.code_dim
+    hides = tier_dropout > 0 and model.config.uses_embeddings
 
     def batches(rng: np.random.Generator) -> Iterable[Batch]:
-        for x, y in minibatches(train, fit_config.batch_size, rng):
+        x_all = hide_tiers(train[0], code_dim, tier_dropout, rng) if hides else train[0]
+        for x, y in minibatches((x_all, train[1]), fit_config.batch_size, rng):
             yield _tensors(x, y)
 
-    result = fit(refreshed, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, desc)
+    result = fit(refreshed, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, desc, keep_start=keep_start)
     return refreshed, result

@@ -20,12 +20,13 @@ from torch import nn
 from solaris.models.features import BASE_COLUMNS, TIERS, VM_BASE_COLUMNS, IdTable
 from solaris.models.layers import SideEmbedding, base_logit, mlp, shrink_embeddings
 
-VARIANTS = ("base", "distilled", "solaris", "solaris_distilled")
+BASE_VARIANT = "base"  # the VM without FM inputs: every other variant starts from it (from_base)
+VARIANTS = (BASE_VARIANT, "distilled", "solaris", "solaris_distilled")
 
 
 @dataclass(frozen=True)
 class VMConfig:
-    variant: str = "base"
+    variant: str = BASE_VARIANT
     code_dim: int = 32
     id_dim: int = 16
     context_dim: int = 8
@@ -33,6 +34,7 @@ class VMConfig:
     max_position: int = 64
     distill_alpha: float = 0.5  # target = (1 - alpha) * label + alpha * FM probability
     coverage: float = 0.5  # share of training pairs that keep their pair code (the rest: zeros, flag 0)
+    id_dropout: float = 0.1  # trains the unknown id row a new user or item takes (layers.SideEmbedding)
     embedding_version: str = ""  # set from the training data: the only embeddings this VM may be fed
 
     def __post_init__(self) -> None:
@@ -67,12 +69,22 @@ def tier_columns(code_dim: int, tier: str) -> slice:
     return slice(start, start + code_dim + 1)
 
 
+def hide_tiers(x: np.ndarray, code_dim: int, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """A copy of SOLARIS VM inputs with each tier's block (code and flag) zeroed on a ``rate`` share of rows,
+    each tier drawn on its own: the rows read as if that tier had not been served."""
+    hidden = x.copy()
+    for tier in TIERS:
+        rows = rng.random(len(x)) < rate
+        hidden[rows, tier_columns(code_dim, tier)] = 0.0
+    return hidden
+
+
 class VerticalModel(nn.Module):
     def __init__(self, config: VMConfig, users: IdTable, items: IdTable) -> None:
         super().__init__()
         self.config = config
-        self.user = SideEmbedding(users, config.id_dim)
-        self.item = SideEmbedding(items, config.id_dim)
+        self.user = SideEmbedding(users, config.id_dim, config.id_dropout)
+        self.item = SideEmbedding(items, config.id_dim, config.id_dropout)
         self.hour = nn.Embedding(24, config.context_dim)
         self.position = nn.Embedding(config.max_position, config.context_dim)
         extra = len(config.columns()) - len(BASE_COLUMNS)  # counters, then the tiers
@@ -98,6 +110,41 @@ class VerticalModel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Click probability per row: what MLflow's pyfunc and the ranker serve."""
         return torch.sigmoid(self.logits(x))
+
+
+def train_tiers_only(model: VerticalModel) -> None:
+    """Leave every weight trainable but the tier inputs' own (the first layer's tier columns) frozen: a row
+    served no tier then scores exactly as the model it started from, and only the rows a tier fed can move.
+    Train it without weight decay (decay would move the frozen columns)."""
+    if not model.config.uses_embeddings:
+        raise ValueError(f"variant {model.config.variant!r} has no tier inputs to train")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    first = model.mlp[0].weight
+    first.requires_grad_(True)
+    mask = torch.zeros_like(first)
+    mask[:, first.shape[1] - (len(model.config.columns()) - len(VM_BASE_COLUMNS)) :] = 1.0
+    first.register_hook(lambda grad: grad * mask)
+
+
+def from_base(base: VerticalModel, config: VMConfig) -> VerticalModel:
+    """A VM of ``config`` that scores exactly as ``base`` does: its weights copied, the inputs ``base`` lacks
+    (the embedding tiers) at zero weight. Training it further can only move away from the base VM as far as
+    those inputs pay on the training rows, and early stopping that keeps the start never ends worse than the
+    base VM on the validation hours: a tier the VM cannot use costs nothing."""
+    if base.config.uses_embeddings:
+        raise ValueError(f"from_base starts from a VM without embedding inputs, not variant {base.config.variant!r}")
+    model = VerticalModel(config, _ids_of(base.user), _ids_of(base.item))
+    state = base.state_dict()
+    first = state["mlp.0.weight"]
+    widened = torch.zeros_like(model.mlp[0].weight)
+    widened[:, : first.shape[1]] = first
+    model.load_state_dict(state | {"mlp.0.weight": widened})
+    return model
+
+
+def _ids_of(embedding: SideEmbedding) -> IdTable:
+    return IdTable(embedding.features.cpu().numpy(), embedding.names)
 
 
 def score(model: VerticalModel, matrix: np.ndarray, batch_size: int = 65536) -> np.ndarray:

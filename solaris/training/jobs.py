@@ -27,7 +27,8 @@ from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.splits import DEFAULT_FRACTIONS, Span, TimeSplit
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
-from solaris.models.vm import VMConfig, VerticalModel, score
+from solaris.models.vm import BASE_VARIANT, VMConfig, VerticalModel, score
+from solaris.models.vm import VARIANTS as VM_VARIANTS
 from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_datasets
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
@@ -53,7 +54,7 @@ class TrainPlan:
     fractions: tuple[float, ...] = DEFAULT_FRACTIONS
     ae_rows: int = 100_000
     serve_variant: str = "solaris"
-    variants: tuple[str, ...] = ("base", "distilled", "solaris", "solaris_distilled")
+    variants: tuple[str, ...] = VM_VARIANTS
     device: str = "auto"
     # How old a served pair code gets: validation and the gate see codes that old (the precompute's TTL).
     served_age_hours: int = PrecomputeParams().ttl_hours
@@ -171,13 +172,16 @@ def train_vm_job(
     spec: VMSpec,
     variant: str,
     plan: TrainPlan,
+    base: VerticalModel | None = None,
 ) -> Trained:
-    """One variant of ``spec`` on its own examples (:meth:`VMData.for_vm`) per span."""
+    """One variant of ``spec`` on its own examples (:meth:`VMData.for_vm`) per span; ``base``: the base VM
+    it starts from (see :func:`~solaris.models.training.train_vm`)."""
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-vm"))
     config = replace(plan.vm, variant=variant)
     with mlflow.start_run(run_name=f"{spec.name}-{variant}"):
-        runs.log_params({**config.as_params(), **plan.fit.as_params(), "vm": spec.name, "label": spec.label})
-        vm, fit = train_vm(own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch)
+        params = {**config.as_params(), **plan.fit.as_params(), "vm": spec.name, "label": spec.label}
+        runs.log_params(params | {"started_from_base": base is not None})
+        vm, fit = train_vm(own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch, base)
         runs.log_fit(fit, f"VM {spec.name} {variant}")
         found = vm_eval(vm, own["eval"])
         example = own["eval"].matrix(vm.config)[:64]
@@ -198,7 +202,11 @@ def train_vm_variants(
             f"VM {spec.describe()}: no training impression has a {spec.label}, so it cannot be learned; declare "
             f"only the VMs this log can train in {settings.vms_file} (SOLARIS_VMS_FILE)"
         )
-    return {v: train_vm_job(client, settings, world, own, spec, v, plan) for v in plan.variants}
+    trained: dict[str, Trained] = {}
+    for v in sorted(plan.variants, key=lambda v: v != BASE_VARIANT):  # the base VM first: the others start from it
+        base = trained[BASE_VARIANT].model if BASE_VARIANT in trained else None
+        trained[v] = train_vm_job(client, settings, world, own, spec, v, plan, base)  # type: ignore[arg-type]
+    return {v: trained[v] for v in plan.variants}
 
 
 def vm_eval(vm: VerticalModel, data: VMData) -> dict[str, float]:

@@ -39,15 +39,18 @@ def sections(report: ReplayReport) -> list[Section]:
     ]  # fmt: skip
 
 
-# Every interval is a paired bootstrap over requests (eval.bootstrap): 95%, 1,000 resamples.
-SCORE_HEADER = ("NE", "95% CI", "gain vs base", "95% CI", "transfer", "95% CI")
+# Every interval is a paired bootstrap over requests (eval.bootstrap): 95%, 1,000 resamples. "sd runs" is the
+# spread over a VM variant's training runs (one per VM training seed), which no interval over requests shows.
+SCORE_HEADER = ("NE", "95% CI", "gain vs base", "95% CI", "sd runs", "transfer", "95% CI", "sd runs")
 
 
 def score_cells(s: ModelScore | SweepPoint) -> tuple[str, ...]:
-    """NE, the NE gain over the base VM and the transfer ratio, each with its interval."""
+    """NE, the NE gain over the base VM and the transfer ratio, each with its interval and its spread over
+    training runs (a sweep point has one run)."""
     return (
         num(s.ne), interval(s.ne_ci95, num), num(s.ne_gain, "+.4f"), gain_interval(s.ne_gain_ci95),
-        pct(s.transfer_ratio), interval(s.transfer_ratio_ci95, pct),
+        num(getattr(s, "ne_gain_runs_sd", None)), pct(s.transfer_ratio), interval(s.transfer_ratio_ci95, pct),
+        pct(getattr(s, "transfer_ratio_runs_sd", None)),
     )  # fmt: skip
 
 
@@ -82,7 +85,7 @@ def _per_vm(report: ReplayReport) -> Section:
             base, solaris = scored[VM_BASE].log_loss, scored[ALL_TIERS].log_loss
             gains.append((base - solaris) / base)
     if gains:
-        rows.append((f"up to {pct(max(gains))} relative log loss across {len(gains)} VMs", ALL_TIERS, *[DASH] * 6))
+        rows.append((f"up to {pct(max(gains))} relative log loss across {len(gains)} VMs", ALL_TIERS, *[DASH] * len(SCORE_HEADER)))
     title = "Every VM on its own label, evaluation span (transfer against the FM's matching head)"
     return Section(title, ("VM", "model", *SCORE_HEADER), rows)
 
@@ -106,18 +109,19 @@ def _tiers(report: ReplayReport) -> Section:
     rows = [
         (
             TIER_LABELS[c.tier], pct(c.coverage_marginal), num(c.ne_gain, "+.4f"),
-            gain_interval(c.ne_gain_ci95), _adds(c),
+            gain_interval(c.ne_gain_ci95), num(c.ne_gain_runs_sd), _adds(c),
             f"{c.with_tier} vs {c.without}",
         )
         for c in report.tier_contributions
     ]  # fmt: skip
     if rows and report.users_known is not None:
-        rows.append(("users known before their hour", pct(report.users_known), DASH, DASH, "the most a user-keyed tier can feed", ""))
-    header = ("tier", "fed first", "NE gain", "95% CI", "adds", "models")
+        rows.append(("users known before their hour", pct(report.users_known), DASH, DASH, DASH, "the most a user-keyed tier can feed", ""))
+    header = ("tier", "fed first", "NE gain", "95% CI", "sd runs", "adds", "models")
     return Section("Tiers in feeding order, evaluation span", header, rows)
 
 
 def _adds(c: TierContribution) -> str:
+    """A gain or a loss only beyond both its interval over requests and its spread over training runs."""
     if not c.measurable:
         return "nothing measurable"
     return "yes" if c.ne_gain > 0 else "a loss"
