@@ -34,6 +34,7 @@ from solaris.eval.report.tables import TIER_LABELS
 from solaris.eval.scoring import tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.variants import TIER_STEPS
+from solaris.models import metrics
 from solaris.models.splits import Span
 from solaris.models.vm import VerticalModel
 from solaris.serving.servedlog import served_dir
@@ -48,6 +49,9 @@ ARMS = {
     "better, from base tiers only": VMTraining(start="better", tiers_only=True),
     "own first stage + tier dropout 0.3": VMTraining(start="own", tier_dropout=0.3),
     "from base, batch 64": VMTraining(start="base", fit=replace(VMTraining().fit, batch_size=64)),
+    # The same runs on two threads: a sum's order changes its last bits, and a training run its course.
+    "own first stage, 2 threads": VMTraining(start="own", fit=replace(VMTraining().fit, threads=2)),
+    "better on validation, 2 threads": VMTraining(start="better", fit=replace(VMTraining().fit, threads=2)),
 }
 SHOWN = ("VM distilled", *(to for _, _, to in TIER_STEPS), "SOLARIS all+distill")
 
@@ -74,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             m = scores[name]
             print(f"  {name:<22} {m.ne_gain:+.4f} (sd {m.ne_gain_runs_sd or 0:.4f}) "
                   f"[{m.ne_gain_ci95[0]:+.4f}, {m.ne_gain_ci95[1]:+.4f}]")  # fmt: skip
+        runs = [metrics.summary(judged.events.label, p)["ne"] for p in judged.probs[ALL_TIERS]]
+        base_runs = [metrics.summary(judged.events.label, p)["ne"] for p in judged.probs[VM_BASE]]
+        print("  all tiers, each run's NE gain: " + ", ".join(f"{b - x:+.4f}" for b, x in zip(base_runs, runs, strict=True)))
         transfer = scores[ALL_TIERS].transfer_ratio
         print(f"  transfer, all tiers: {'—' if transfer is None else f'{transfer:.1%}'}; base VM NE {scores[VM_BASE].ne:.4f}")
         for c in tier_contributions(judged.events.label, judged.events.requests, judged.probs, TIER_STEPS, {}, served.report.seed):

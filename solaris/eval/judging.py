@@ -21,13 +21,14 @@ from datetime import datetime
 import numpy as np
 
 from solaris.eval.events import FM_PROBS, ServedEvents, hour_index
-from solaris.eval.figures import ModelScore
+from solaris.eval.figures import ModelScore, VMFigures
 from solaris.eval.protocol import FM, FM_HOURLY, FM_HOURLY_POSITIONED, VM_BASE, VM_SEEDS
 from solaris.eval.scoring import score_models
 from solaris.eval.variants import VARIANTS, predict, refresh, variant
 from solaris.models.calibration import PlattScaling
 from solaris.models.training import FitConfig
 from solaris.models.vm import BASE_VARIANT, VerticalModel, from_base
+from solaris.vms import VMSpec
 
 # Where an FM-reading variant's refresh starts: its own first-stage VM; the refreshed base VM of its seed, its
 # FM inputs at zero weight and that start kept unless an epoch beats it; or both, keeping the one better on the
@@ -65,6 +66,11 @@ class JudgedVM:
     refreshed: dict[str, list[VerticalModel]]
     probs: dict[str, np.ndarray]
     scores: list[ModelScore]
+
+    def figures(self, spec: VMSpec) -> VMFigures:
+        positions = None if spec.positions is None else list(spec.positions)
+        positives = int(self.events.label.sum())
+        return VMFigures(spec.label, positions, len(self.events), positives, self.scores)
 
     def first_seed(self) -> dict[str, VerticalModel]:
         """Each variant's model of the first seed: what a single arm of the replay serves."""
