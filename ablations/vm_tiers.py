@@ -49,6 +49,8 @@ ARMS = {
     "better, from base tiers only": VMTraining(start="better", tiers_only=True),
     "own first stage + tier dropout 0.3": VMTraining(start="own", tier_dropout=0.3),
     "from base, batch 64": VMTraining(start="base", fit=replace(VMTraining().fit, batch_size=64)),
+    "better, 8 validation hours": VMTraining(valid_hours=8),
+    "own first stage, 8 validation hours": VMTraining(start="own", valid_hours=8),
     # The same runs on two threads: a sum's order changes its last bits, and a training run its course.
     "own first stage, 2 threads": VMTraining(start="own", fit=replace(VMTraining().fit, threads=2)),
     "better on validation, 2 threads": VMTraining(start="better", fit=replace(VMTraining().fit, threads=2)),

@@ -44,7 +44,12 @@ class VMTraining:
     start: str = "better"  # what an FM-reading variant is refreshed from: see STARTS
     tier_dropout: float = 0.0  # share of training rows each tier block is hidden from (models.vm.hide_tiers)
     tiers_only: bool = False  # a tier-reading variant trains its tier inputs' weights alone (models.vm.train_tiers_only)
-    valid_hours: int = 2  # the logging span's last hours: early stopping of every refresh
+    # Early stopping of every refresh, and the choice of start, read the logging span's last hours: at least
+    # valid_hours of them, and as many more as hold valid_share of its served rows. Two hours of MovieLens hold
+    # 480 rows, too few to tell a 0.01 NE gain from noise: there every start read alike and the distilled VMs'
+    # gain was lost (ablations/vm_tiers.py).
+    valid_hours: int = 2
+    valid_share: float = 0.1
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
 
     def __post_init__(self) -> None:
@@ -52,6 +57,8 @@ class VMTraining:
             raise ValueError(f"VM training seeds must be distinct and at least one, got {self.seeds}")
         if not 0.0 <= self.tier_dropout < 1.0:
             raise ValueError(f"tier_dropout {self.tier_dropout} must lie in [0, 1)")
+        if self.valid_hours < 1 or not 0.0 <= self.valid_share < 1.0:
+            raise ValueError(f"validation needs at least one hour and a share in [0, 1), got {self.valid_hours}, {self.valid_share}")
         if self.start not in STARTS:
             raise ValueError(f"VM training start {self.start!r}: choose one of {', '.join(STARTS)}")
 
@@ -109,13 +116,13 @@ def refresh_variants(
     """Every variant refreshed on all the logging hours it may learn from: one that reads the FM (its codes,
     or its probability as a distillation target) on the hours the serving version served, so it is never fed
     another version's output; the base VM, which reads nothing of the FM, on the whole logging span, as
-    production would train it. The last ``valid_hours`` decide early stopping for all."""
-    before_cut = logging.hours < int(logging.hours.max()) - training.valid_hours + 1
+    production would train it. The last hours (:func:`validation_start`) decide early stopping for all."""
+    before_cut = logging.hours < validation_start(logging.hours, training.valid_hours, training.valid_share)
     every_hour = logging.select(before_cut)
     own_hours = logging.select(before_cut & (logging.hours >= hour_index(serving_from)))
     valid = logging.select(~before_cut)
     if not len(own_hours) or not len(valid):
-        raise ValueError(f"the served hours before the eval span are too few to hold {training.valid_hours} validation hours")
+        raise ValueError("the served hours before the eval span are too few to hold the validation hours and training hours")
     fit = replace(training.fit, seed=seed)
     base, _ = refresh(variant(VM_BASE), first_stage[BASE_VARIANT], every_hour, valid, fit, version)
     found = {VM_BASE: base}
@@ -132,6 +139,14 @@ def refresh_variants(
             candidates.append(refresh(v, start, train, valid, fit, version, training.tier_dropout, True, tiers_only))
         found[v.name] = min(candidates, key=lambda c: c[1])[0]
     return found
+
+
+def validation_start(hours: np.ndarray, at_least: int, share: float) -> int:
+    """The first validation hour: the fewest last hours, ``at_least`` of them, that hold ``share`` of the rows."""
+    distinct, counts = np.unique(hours, return_counts=True)
+    held = np.cumsum(counts[::-1])  # rows in the last 1, 2, ... hours
+    enough = int(np.argmax(held >= share * held[-1])) + 1 if len(held) else 0
+    return int(distinct[::-1][max(enough, at_least) - 1]) if len(distinct) >= max(enough, at_least) else int(hours.min())
 
 
 def calibration(own: ServedEvents) -> Callable[[ServedEvents], ServedEvents]:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from solaris.eval.events import ServedEvents, concat, hour_index
-from solaris.eval.judging import VMTraining, judge_vm, refresh_variants
+from solaris.eval.judging import VMTraining, judge_vm, refresh_variants, validation_start
 from solaris.eval.protocol import ALL_TIERS, FM, VM_BASE
 from solaris.eval.variants import VARIANTS, inputs, variant
 from solaris.models.features import VM_BASE_COLUMNS, IdTable
@@ -123,3 +123,11 @@ def test_refreshed_from_its_own_first_stage_alone_a_misleading_tier_costs(served
         own = float(vm_loss(found[ALL_TIERS], torch.as_tensor(x), torch.as_tensor(valid.label)))
         base = float(vm_loss(found[VM_BASE], torch.as_tensor(valid.base), torch.as_tensor(valid.label)))
     assert own > base + 0.01
+
+
+def test_validation_takes_the_last_hours_that_hold_a_share_of_the_rows_and_at_least_a_few() -> None:
+    hours = np.repeat(np.arange(100, 110), [10, 10, 10, 10, 10, 10, 10, 10, 1, 1])  # two quiet last hours
+    assert validation_start(hours, 2, 0.1) == 107  # 2 rows in the last two hours: one more hour, 12 of 82
+    assert validation_start(hours, 2, 0.0) == 108
+    assert validation_start(hours, 4, 0.1) == 106
+    assert validation_start(hours, 2, 0.5) == 104
