@@ -271,11 +271,11 @@ def summary(args: argparse.Namespace) -> int:
 
 
 def profile(args: argparse.Namespace) -> int:
-    """Print the log's profile and write it as JSON (:mod:`solaris.data.profile`)."""
+    """Print the log's profile and write it as JSON (:mod:`solaris.eval.profile`)."""
     from solaris.config import get_settings
     from solaris.data.eventlog import EventLog
-    from solaris.data.profile import profile_log
-    from solaris.data.profile_table import render
+    from solaris.eval.profile import profile_log
+    from solaris.eval.profile_table import render
     from solaris.precompute.params import PrecomputeParams
 
     settings = get_settings()

@@ -1,4 +1,4 @@
-"""The profile (:mod:`solaris.data.profile`) as the text `solaris data profile` prints."""
+"""The profile (:mod:`solaris.eval.profile`) as the text `solaris data profile` prints."""
 
 from __future__ import annotations
 
