@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -14,8 +15,10 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.idmap import IdMaps
+from solaris.data.importer import DuplicateRowsWarning
 from solaris.data.plain import ITEM_PREFIX, PLAIN_MAPPING, USER_PREFIX, write_plain_csv
 from solaris.data.synthetic import PRESETS, generate_world, preset
+from solaris.data.synthetic import world as world_module
 from solaris.eval.job import ReplayRequest, log_root
 
 TINY = PRESETS["tiny"]
@@ -87,9 +90,16 @@ def test_the_plain_world_has_nothing_but_the_four_columns(plain: EventLog) -> No
     assert got["user"].str.fullmatch(r"u-\d+").all() and got["item"].str.fullmatch(r"ad-\d+").all()
 
 
-def test_only_the_world_is_left_and_an_existing_one_is_kept(plain: EventLog) -> None:
+def test_only_the_world_is_left_and_an_existing_one_is_kept_unsimulated(
+    plain: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert [p.name for p in plain.root.parent.iterdir()] == ["world"]  # the simulation and the CSV are gone
     before = plain.meta
+
+    def no_simulation(config: object) -> None:
+        raise AssertionError("simulated a world whose target was taken")
+
+    monkeypatch.setattr(world_module, "Simulator", no_simulation)
     with pytest.raises(FileExistsError, match="already exists; pass overwrite"):
         generate_world(TINY.with_overrides(plain=True, n_users=50), plain.root)
     assert plain.meta == before and [p.name for p in plain.root.parent.iterdir()] == ["world"]
@@ -103,11 +113,13 @@ def test_a_prefix_of_a_plain_world_is_refused(tmp_path: Path) -> None:
 
 def test_the_cli_generates_a_plain_preset_and_shows_its_rows(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     flags = ["--users", "60", "--items", "40", "--days", "1", "--candidates", "20", "--pool-size", "30"]
-    assert main(["data", "generate", "--preset", "plain", "--seed", "2", "--name", "p", *flags]) == 0
-    out, err = capsys.readouterr()
-    summary = json.loads(out)
-    assert summary["source"] == "synthetic world plain (seed 2), exported plain" and "warning" not in err
-    assert summary["rows"]["read"] == summary["rows"]["kept"] + summary["rows"]["dropped"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["data", "generate", "--preset", "plain", "--seed", "2", "--name", "p", *flags]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["source"] == "synthetic world plain (seed 2), exported plain"
+    assert not [w for w in caught if issubclass(w.category, DuplicateRowsWarning)]  # counted in rows instead
+    assert summary["rows"]["read"] == summary["rows"]["kept"] + summary["rows"]["dropped"] and summary["rows"]["dropped"] > 0
     assert IdMaps.read(settings.world_dir("p")) is not None
     assert main(["data", "generate", "--preset", "plain", "--hours", "5", "--name", "q"]) == 2
     assert "a plain world is an imported log" in capsys.readouterr().err
