@@ -71,4 +71,5 @@ def import_plain(log: EventLog, target: Path, workdir: Path, *, origin: str, ove
     source = read_source(path, PLAIN_MAPPING.columns(), "csv")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DuplicateRowsWarning)
-        return import_source(source, Path(target), PLAIN_MAPPING, origin=origin, name=Path(target).name, overwrite=overwrite)
+        target = Path(target)
+        return import_source(source, target, PLAIN_MAPPING, origin=origin, name=target.name, overwrite=overwrite)

@@ -71,11 +71,11 @@ def test_the_plain_world_is_the_simulated_traffic_as_an_import_keeps_it(simulate
     kept = expected.drop_duplicates(["user", "item", "hour"], keep="first")
     got = _raw_impressions(plain)
     key = ["hour", "user", "item"]
-    pd.testing.assert_frame_equal(
-        got[[*key, "click"]].sort_values(key).reset_index(drop=True), kept.sort_values(key)[[*key, "click"]].reset_index(drop=True)
-    )
+    in_order = [frame.sort_values(key)[[*key, "click"]].reset_index(drop=True) for frame in (got, kept)]
+    pd.testing.assert_frame_equal(*in_order)
     rows = plain.meta["rows"]
-    assert rows["read"] == len(expected) and rows["kept"] == len(kept) and rows["dropped"] == len(expected) - len(kept) > 0
+    assert rows["read"] == len(expected) and rows["kept"] == len(kept)
+    assert rows["dropped"] == len(expected) - len(kept) > 0
     assert rows["dropped_clicks"] == int(expected["click"].sum() - kept["click"].sum())
     requests = plain.requests(plain.start, plain.end).to_pandas()
     assert not requests.assign(hour=requests["ts"].dt.floor("h")).duplicated(["user_id", "hour"]).any()
@@ -83,7 +83,8 @@ def test_the_plain_world_is_the_simulated_traffic_as_an_import_keeps_it(simulate
 
 def test_the_plain_world_has_nothing_but_the_four_columns(plain: EventLog) -> None:
     meta = plain.meta
-    assert meta["mapping"] == json.loads(json.dumps(PLAIN_MAPPING.as_dict())) and meta["source"] == "synthetic world tiny (seed 0), exported plain"
+    assert meta["mapping"] == json.loads(json.dumps(PLAIN_MAPPING.as_dict()))
+    assert meta["source"] == "synthetic world tiny (seed 0), exported plain"
     assert plain.users().column_names == ["user_id"] and plain.items().column_names == ["item_id"]
     assert meta["counts"]["conversions"] == 0 and meta["vocabularies"] == {}
     got = _raw_impressions(plain)
@@ -111,7 +112,9 @@ def test_a_prefix_of_a_plain_world_is_refused(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
-def test_the_cli_generates_a_plain_preset_and_shows_its_rows(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_generates_a_plain_preset_and_shows_its_rows(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
     flags = ["--users", "60", "--items", "40", "--days", "1", "--candidates", "20", "--pool-size", "30"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -119,13 +122,16 @@ def test_the_cli_generates_a_plain_preset_and_shows_its_rows(settings: Settings,
     summary = json.loads(capsys.readouterr().out)
     assert summary["source"] == "synthetic world plain (seed 2), exported plain"
     assert not [w for w in caught if issubclass(w.category, DuplicateRowsWarning)]  # counted in rows instead
-    assert summary["rows"]["read"] == summary["rows"]["kept"] + summary["rows"]["dropped"] and summary["rows"]["dropped"] > 0
+    rows = summary["rows"]
+    assert rows["read"] == rows["kept"] + rows["dropped"] and rows["dropped"] > 0
     assert IdMaps.read(settings.world_dir("p")) is not None
     assert main(["data", "generate", "--preset", "plain", "--hours", "5", "--name", "q"]) == 2
     assert "a plain world is an imported log" in capsys.readouterr().err
 
 
-def test_a_replay_of_the_plain_preset_generates_it_per_seed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replay_of_the_plain_preset_generates_it_per_seed(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(PRESETS, "plain", TINY.with_overrides(name="plain", plain=True, n_users=60, days=1))
     root = log_root(settings, ReplayRequest(preset="plain"), 1)
     assert root == settings.world_dir("plain-seed1")
