@@ -52,7 +52,7 @@ def _request(params: dict[str, Any]) -> Any:
     tags=["solaris", "evaluation"],
     doc_md=__doc__,
     params={
-        "preset": Param("tiny", type=["null", "string"], description="synthetic world per seed (tiny|default|large)"),
+        "preset": Param("tiny", type=["null", "string"], description="synthetic world per seed (tiny|default|churn|plain|large)"),
         "world": Param(None, type=["null", "string"], description="or: a world under SOLARIS_DATA_DIR/worlds"),
         "seeds": Param([0], type="array", items={"type": "integer", "minimum": 0}, minItems=1),
         "top_fraction": Param(**airflow_param("top_fraction")),

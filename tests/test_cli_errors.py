@@ -9,7 +9,7 @@ import pytest
 from solaris.cli import main
 
 CASES = {
-    "main, unknown preset": (["main", "--preset", "nope"], "--preset 'nope': choose one of tiny, default, churn, large"),
+    "main, unknown preset": (["main", "--preset", "nope"], "--preset 'nope': choose one of tiny, default, churn, plain, large"),
     "main, no hours": (["main", "--hours", "0"], "--hours must be at least 1, got 0"),
     "main, no shards": (["main", "--shards", "0"], r"shards must be in [1, 64], got 0"),
     "serve, no workers": (["serve", "--workers", "0"], "--workers must be at least 1, got 0"),

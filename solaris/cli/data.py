@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     dsub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
 
     gen = dsub.add_parser("generate", help="generate a synthetic ads world")
-    gen.add_argument("--preset", default="default", help="tiny|default|churn|large")
+    gen.add_argument("--preset", default="default", help="tiny|default|churn|plain|large")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
     gen.add_argument("--overwrite", action="store_true")
@@ -206,8 +206,7 @@ def import_log(args: argparse.Namespace) -> int:
             log = _import_file(args, settings.world_dir(args.name))
     for warning in caught:
         print(f"solaris: warning: {warning.message}", file=sys.stderr)
-    # What became of the source's rows (read, kept, dropped as duplicates), next to the log's counts.
-    print(json.dumps(log.summary() | {k: log.meta[k] for k in ("rows",) if k in log.meta}, indent=2))
+    print(json.dumps(log.summary(), indent=2))
     return 0
 
 

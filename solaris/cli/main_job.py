@@ -20,7 +20,7 @@ from solaris.precompute.params import PrecomputeParams, cli_option
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("main", help="generate, train, and run the hourly precompute through Airflow")
-    p.add_argument("--preset", default="default", help="world preset (tiny|default|churn|large)")
+    p.add_argument("--preset", default="default", help="world preset (tiny|default|churn|plain|large)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hours", type=int, default=6, help="consecutive precompute hours, ending at the world's end")
     flag, options = cli_option("shards")

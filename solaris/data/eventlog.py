@@ -78,16 +78,22 @@ class EventLog:
         return pq.read_table(self._part("items.parquet"))
 
     def summary(self) -> dict[str, Any]:
+        """What a command prints of a log; an import's ``rows`` (read, kept, dropped as duplicates) included."""
         meta = self.meta
-        return {k: meta[k] for k in ("name", "source", "start", "end", "hours", "counts") if k in meta}
+        return {k: meta[k] for k in ("name", "source", "start", "end", "hours", "counts", "rows") if k in meta}
+
+
+def refuse_existing(target: Path, overwrite: bool) -> None:
+    """Checked before any work too, by a writer whose log takes minutes to make (:mod:`solaris.data.plain`)."""
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target} already exists; pass overwrite (--overwrite) to replace it")
 
 
 @contextmanager
 def building(target: Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary folder to build a log in; on success it replaces ``target`` atomically."""
     target = Path(target)
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"{target} already exists; pass overwrite (--overwrite) to replace it")
+    refuse_existing(target, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.building")
     tmp.mkdir()

@@ -74,6 +74,9 @@ class WorldConfig:
     n_age_buckets: int = 6
     n_devices: int = 3
     truth: GroundTruth = field(default_factory=GroundTruth)
+    # Write the traffic as the plain log a team most often exports and import it (solaris.data.plain): string
+    # ids mapped to dense ones, one request per user-hour, no side features, no conversions.
+    plain: bool = False
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -156,6 +159,8 @@ def _validate(c: WorldConfig) -> None:
         life = c.item_life_days
         if len(life) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in life) or not 1 <= life[0] <= life[1]:
             raise bad("item_life_days", "must be None or two whole numbers of days, 1 <= low <= high")
+    if not isinstance(c.plain, bool):
+        raise bad("plain", "must be True or False")
     if c.latent_dim < 2 or c.latent_dim % 2:
         raise bad("latent_dim", "must be even and >= 2 (the click model splits it in halves)")
     for small, big in (("n_shown", "n_candidates"), ("n_candidates", "pool_size"), ("pool_size", "n_items")):
@@ -171,20 +176,22 @@ def _validate(c: WorldConfig) -> None:
         raise ValueError(f"world config {c.name!r}: truth.target_ctr={c.truth.target_ctr!r} must be in (0, 1)")
 
 
+# the README main job: an FM trains on it within minutes on 2 CPU cores
+_DEFAULT = WorldConfig("default", n_users=3500, n_items=1200, days=5, requests_per_user_day=2.5, n_advertisers=120)
+
 PRESETS: dict[str, WorldConfig] = {
     # fast tests and the CI replay: ~70k impressions in about a second; the smallest world on which an FM
     # trained on its first 36 hours still beats a base VM refreshed on the next 22 (2 days / 450 users did not)
     "tiny": WorldConfig("tiny", n_users=600, n_items=200, days=3, requests_per_user_day=6.0, n_advertisers=20),
-    # the README main job: an FM trains on it within minutes on 2 CPU cores
-    "default": WorldConfig(
-        "default", n_users=3500, n_items=1200, days=5, requests_per_user_day=2.5, n_advertisers=120
-    ),
+    "default": _DEFAULT,
     # the default world's traffic over ads that run 2-8 days, most of them launched after the first day: what
     # a model knows of an item must carry over from its side features and its first viewers, not its id row
     "churn": WorldConfig(
         "churn", n_users=3500, n_items=2400, days=5, requests_per_user_day=2.5, n_advertisers=120,
         item_life_days=(2, 8),
     ),  # fmt: skip
+    # the default world's traffic as a team's first log: user, item, timestamp and label, ids as text
+    "plain": replace(_DEFAULT, name="plain", plain=True),
     # scale: >= 10M impressions
     "large": WorldConfig(
         "large", n_users=100_000, n_items=20_000, days=14, requests_per_user_day=1.2, n_advertisers=1500

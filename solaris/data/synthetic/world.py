@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import tempfile
+from dataclasses import asdict, replace
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Any
 from tqdm import tqdm
 
 from solaris.data import hourly
-from solaris.data.eventlog import EventLog, building, finish_event_log
+from solaris.data.eventlog import EventLog, building, finish_event_log, refuse_existing
+from solaris.data.plain import import_plain
 from solaris.data.synthetic.config import WorldConfig
 from solaris.data.synthetic.simulate import HourBatch, Simulator
 from solaris.data.synthetic.stats import WorldStats
@@ -29,8 +31,11 @@ def generate_world(
     is left for live traffic to continue (:mod:`solaris.live.traffic`).
 
     The log appears only once complete (built in a temporary sibling, then renamed); on any error the previous
-    content of ``target_dir``, if any, is left as it was.
+    content of ``target_dir``, if any, is left as it was. A ``plain`` config's world is written as a plain log
+    and imported (:func:`generate_plain_world`).
     """
+    if config.plain:
+        return generate_plain_world(config, target_dir, overwrite, progress, hours)
     written = config.hours if hours is None else hours
     if not 1 <= written <= config.hours:
         raise ValueError(f"hours={hours} must lie in [1, {config.hours}], the world's span")
@@ -45,6 +50,23 @@ def generate_world(
         meta = world_meta(config, target.name, stats, written)
         finish_event_log(folder, simulator.users.table, simulator.items.table, meta, stats.counts())
     return EventLog(target)
+
+
+def generate_plain_world(
+    config: WorldConfig, target_dir: Path, overwrite: bool = False, progress: bool = False, hours: int | None = None
+) -> EventLog:
+    """The world simulated, then written as a team's plain log and imported (:mod:`solaris.data.plain`), both
+    in a hidden sibling of ``target_dir`` (the same disk) that is removed afterwards. A prefix (``hours``) is
+    refused: an imported log has no simulator for live traffic to continue."""
+    if hours is not None:
+        raise ValueError(f"hours={hours}: a plain world is an imported log, which live traffic cannot continue")
+    target = Path(target_dir)
+    refuse_existing(target, overwrite)  # before minutes of simulating
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{target.name}.", suffix=".plain", dir=target.parent) as work:
+        simulated = generate_world(replace(config, plain=False), Path(work) / "simulated", progress=progress)
+        origin = f"synthetic world {config.name} (seed {config.seed}), exported plain"
+        return import_plain(simulated, target, Path(work), origin=origin, overwrite=overwrite)
 
 
 def write_hour(folder: Path, batch: HourBatch) -> None:
