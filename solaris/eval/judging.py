@@ -42,8 +42,6 @@ class VMTraining:
 
     seeds: tuple[int, ...] = VM_SEEDS
     start: str = "better"  # what an FM-reading variant is refreshed from: see STARTS
-    tier_dropout: float = 0.0  # share of training rows each tier block is hidden from (models.vm.hide_tiers)
-    tiers_only: bool = False  # a tier-reading variant trains its tier inputs' weights alone (models.vm.train_tiers_only)
     # Early stopping of every refresh, and the choice of start, read the logging span's last hours: at least
     # valid_hours of them, and as many more as hold valid_share of its served rows. Two hours of MovieLens hold
     # 480 rows, too few to tell a 0.01 NE gain from noise: there every start read alike and the distilled VMs'
@@ -55,8 +53,6 @@ class VMTraining:
     def __post_init__(self) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"VM training seeds must be distinct and at least one, got {self.seeds}")
-        if not 0.0 <= self.tier_dropout < 1.0:
-            raise ValueError(f"tier_dropout {self.tier_dropout} must lie in [0, 1)")
         if self.valid_hours < 1 or not 0.0 <= self.valid_share < 1.0:
             raise ValueError(f"validation needs at least one hour and a share in [0, 1), got {self.valid_hours}, {self.valid_share}")
         if self.start not in STARTS:
@@ -130,13 +126,12 @@ def refresh_variants(
         if v.name == VM_BASE:
             continue
         stage, train = first_stage[v.first_stage], own_hours if v.reads_fm else every_hour
-        tiers_only = training.tiers_only and bool(v.tiers) and not v.distill
         candidates = []
         if training.start in ("own", "better"):
-            candidates.append(refresh(v, stage, train, valid, fit, version, training.tier_dropout))
+            candidates.append(refresh(v, stage, train, valid, fit, version))
         if training.start in ("base", "better"):
             start = from_base(base, stage.config)
-            candidates.append(refresh(v, start, train, valid, fit, version, training.tier_dropout, True, tiers_only))
+            candidates.append(refresh(v, start, train, valid, fit, version, keep_start=True))
         found[v.name] = min(candidates, key=lambda c: c[1])[0]
     return found
 

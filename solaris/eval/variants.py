@@ -95,9 +95,7 @@ def refresh(
     valid: ServedEvents,
     fit: FitConfig,
     embedding_version: str,
-    tier_dropout: float = 0.0,
     keep_start: bool = False,
-    tiers_only: bool = False,
 ) -> tuple[VerticalModel, float]:
     """Train a copy of ``start`` further on served hours; validation scores hard labels. A variant that
     reads embeddings then records ``embedding_version``, the only version it was refreshed on. Returns the
@@ -109,9 +107,7 @@ def refresh(
         (inputs(v, valid, dim), valid.label),
         fit,
         f"refresh {v.name}",
-        tier_dropout,
         keep_start,
-        tiers_only,
     )
     if model.config.uses_embeddings:
         model.config = replace(model.config, embedding_version=embedding_version)

@@ -23,7 +23,7 @@ from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.loader import minibatches, stream_impressions
 from solaris.models.splits import Span
-from solaris.models.vm import VMConfig, VerticalModel, from_base, hide_tiers, train_tiers_only
+from solaris.models.vm import VMConfig, VerticalModel, from_base
 from solaris.models.vm_data import VMData
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -268,25 +268,16 @@ def refresh_vm(
     valid: tuple[np.ndarray, np.ndarray],
     fit_config: FitConfig,
     desc: str,
-    tier_dropout: float = 0.0,
     keep_start: bool = False,
-    tiers_only: bool = False,
 ) -> tuple[VerticalModel, FitResult]:
     """A copy of ``model`` trained further on (inputs, targets) of recent hours: the refresh that keeps every
-    variant equally fresh. Inputs are taken as they are (features as served carry their real coverage), but
-    for ``tier_dropout`` (each epoch hides each tier from that share of rows: :func:`hide_tiers`);
+    variant equally fresh. Inputs are taken as they are (features as served carry their real coverage);
     ``keep_start``: see :func:`fit`."""
     refreshed = copy.deepcopy(model)
-    if tiers_only:
-        train_tiers_only(refreshed)
-        fit_config = replace(fit_config, weight_decay=0.0)
     vx, vy = _tensors(*valid)
-    code_dim = model.config.code_dim
-    hides = tier_dropout > 0 and model.config.uses_embeddings
 
     def batches(rng: np.random.Generator) -> Iterable[Batch]:
-        x_all = hide_tiers(train[0], code_dim, tier_dropout, rng) if hides else train[0]
-        for x, y in minibatches((x_all, train[1]), fit_config.batch_size, rng):
+        for x, y in minibatches(train, fit_config.batch_size, rng):
             yield _tensors(x, y)
 
     result = fit(refreshed, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, desc, keep_start=keep_start)

@@ -69,16 +69,6 @@ def tier_columns(code_dim: int, tier: str) -> slice:
     return slice(start, start + code_dim + 1)
 
 
-def hide_tiers(x: np.ndarray, code_dim: int, rate: float, rng: np.random.Generator) -> np.ndarray:
-    """A copy of SOLARIS VM inputs with each tier's block (code and flag) zeroed on a ``rate`` share of rows,
-    each tier drawn on its own: the rows read as if that tier had not been served."""
-    hidden = x.copy()
-    for tier in TIERS:
-        rows = rng.random(len(x)) < rate
-        hidden[rows, tier_columns(code_dim, tier)] = 0.0
-    return hidden
-
-
 class VerticalModel(nn.Module):
     def __init__(self, config: VMConfig, users: IdTable, items: IdTable) -> None:
         super().__init__()
@@ -110,21 +100,6 @@ class VerticalModel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Click probability per row: what MLflow's pyfunc and the ranker serve."""
         return torch.sigmoid(self.logits(x))
-
-
-def train_tiers_only(model: VerticalModel) -> None:
-    """Leave every weight trainable but the tier inputs' own (the first layer's tier columns) frozen: a row
-    served no tier then scores exactly as the model it started from, and only the rows a tier fed can move.
-    Train it without weight decay (decay would move the frozen columns)."""
-    if not model.config.uses_embeddings:
-        raise ValueError(f"variant {model.config.variant!r} has no tier inputs to train")
-    for p in model.parameters():
-        p.requires_grad_(False)
-    first = model.mlp[0].weight
-    first.requires_grad_(True)
-    mask = torch.zeros_like(first)
-    mask[:, first.shape[1] - (len(model.config.columns()) - len(VM_BASE_COLUMNS)) :] = 1.0
-    first.register_hook(lambda grad: grad * mask)
 
 
 def from_base(base: VerticalModel, config: VMConfig) -> VerticalModel:

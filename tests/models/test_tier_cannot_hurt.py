@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from solaris.models.features import TIERS, VM_BASE_COLUMNS, IdTable
+from solaris.models.features import VM_BASE_COLUMNS, IdTable
 from solaris.models.training import FitConfig, refresh_vm, vm_loss
-from solaris.models.vm import VMConfig, VerticalModel, from_base, hide_tiers, score, tier_columns
+from solaris.models.vm import VMConfig, VerticalModel, from_base, score
 
 USERS = IdTable(np.zeros((21, 0), np.int64), ())
 ITEMS = IdTable(np.zeros((11, 0), np.int64), ())
@@ -80,14 +80,3 @@ def test_an_input_that_only_misleads_is_left_alone_and_one_that_pays_is_used() -
     x_valid_paying[:, len(VM_BASE_COLUMNS)] = y_valid * 4  # the same input, paying on the validation hours too
     used, result = refresh_vm(start, (x_train, y_train), (x_valid_paying, y_valid), fit, "used", keep_start=True)
     assert result.best_epoch >= 0 and result.best_valid_loss < result.start_loss - 0.1
-
-
-def test_hiding_tiers_zeroes_whole_blocks_codes_and_flags_together() -> None:
-    rng = np.random.default_rng(2)
-    x = _with_tiers(_base_rows(rng, 2000), np.ones((2000, len(SOLARIS.columns()) - len(VM_BASE_COLUMNS))))
-    hidden = hide_tiers(x, CODE_DIM, 0.3, np.random.default_rng(3))
-    np.testing.assert_array_equal(hidden[:, : len(VM_BASE_COLUMNS)], x[:, : len(VM_BASE_COLUMNS)])
-    for tier in TIERS:
-        block = hidden[:, tier_columns(CODE_DIM, tier)]
-        whole = (block == 0).all(axis=1) | (block == 1).all(axis=1)
-        assert whole.all() and abs((block[:, -1] == 0).mean() - 0.3) < 0.04
