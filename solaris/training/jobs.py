@@ -180,8 +180,9 @@ def train_vm_job(
     config = replace(plan.vm, variant=variant)
     with mlflow.start_run(run_name=f"{spec.name}-{variant}"):
         params = {**config.as_params(), **plan.fit.as_params(), "vm": spec.name, "label": spec.label}
-        runs.log_params(params | {"started_from_base": base is not None})
+        runs.log_params(params)
         vm, fit = train_vm(own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch, base)
+        runs.log_params({"started_from_base": fit.start_loss is not None})
         runs.log_fit(fit, f"VM {spec.name} {variant}")
         found = vm_eval(vm, own["eval"])
         example = own["eval"].matrix(vm.config)[:64]

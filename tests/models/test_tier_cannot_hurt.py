@@ -3,12 +3,15 @@ that start unless training beats it on the validation hours, so an input that do
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
 from solaris.models.features import VM_BASE_COLUMNS, IdTable
-from solaris.models.training import FitConfig, refresh_vm, vm_loss
+from solaris.models.training import FitConfig, refresh_vm, train_vm, vm_loss
 from solaris.models.vm import VMConfig, VerticalModel, from_base, score
+from solaris.models.vm_data import VMData
 
 USERS = IdTable(np.zeros((21, 0), np.int64), ())
 ITEMS = IdTable(np.zeros((11, 0), np.int64), ())
@@ -80,3 +83,41 @@ def test_an_input_that_only_misleads_is_left_alone_and_one_that_pays_is_used() -
     x_valid_paying[:, len(VM_BASE_COLUMNS)] = y_valid * 4  # the same input, paying on the validation hours too
     used, result = refresh_vm(start, (x_train, y_train), (x_valid_paying, y_valid), fit, "used", keep_start=True)
     assert result.best_epoch >= 0 and result.best_valid_loss < result.start_loss - 0.1
+
+
+def _examples(rng: np.random.Generator, pair: np.ndarray, click: np.ndarray) -> VMData:
+    n = len(click)
+    return VMData(
+        base=_base_rows(rng, n), labels=np.stack([click, np.zeros(n, np.float32)], axis=1),
+        fm_probs=np.full((n, 2), 0.3, np.float32), position=np.zeros(n, np.int64), pair=pair, agg=pair,
+        agg_flag=np.zeros(n, np.float32), embedding_version="fm1-ae1-d4", pair_served=pair, head=0,
+    )  # fmt: skip
+
+
+def test_training_keeps_the_better_of_a_fresh_start_and_the_base_on_the_validation_hours() -> None:
+    """Production's rule: a variant trained from scratch and from the base VM, the one better on validation kept.
+    A pair code that misleads leaves the base VM's scores; one that pays is learned."""
+    rng = np.random.default_rng(2)
+    n, base = 3000, _fitted_base_vm(0.3)
+    y_train, y_valid = (rng.random(n) < 0.3).astype(np.float32), (rng.random(n) < 0.3).astype(np.float32)
+    leaking = rng.normal(size=(n, CODE_DIM)).astype(np.float32)
+    leaking[:, 0] = y_train * 4  # the label in training, noise in validation
+    train = _examples(rng, leaking, y_train)
+    fit = FitConfig(epochs=3, patience=3, lr=1e-2, progress=False, threads=1)
+
+    def base_loss(valid: VMData) -> float:
+        x = torch.as_tensor(valid.base)
+        with torch.inference_mode():
+            return float(vm_loss(base, x, torch.as_tensor(valid.label)))
+
+    solaris = replace(SOLARIS, embedding_version="fm1-ae1-d4")
+    misleading = _examples(rng, rng.normal(size=(n, CODE_DIM)).astype(np.float32), y_valid)
+    _, kept = train_vm(train, misleading, USERS, ITEMS, solaris, fit, base=base)
+    _, fresh = train_vm(train, misleading, USERS, ITEMS, solaris, fit)
+    assert fresh.best_valid_loss > base_loss(misleading) + 1e-3  # from scratch alone, the tier costs NE
+    assert kept.start_loss is not None and kept.best_valid_loss <= base_loss(misleading) + 1e-6
+
+    paying = misleading.pair.copy()
+    paying[:, 0] = y_valid * 4
+    _, used = train_vm(train, _examples(rng, paying, y_valid), USERS, ITEMS, solaris, fit, base=base)
+    assert used.best_valid_loss < base_loss(misleading) - 0.1
