@@ -140,22 +140,31 @@ def test_a_better_chain_on_a_new_embedding_version_is_first_written_in_shadow(
 
 
 @pytest.mark.parametrize(
-    ("shadow_coverage", "promoted"), [(0.80, True), (0.79, False)], ids=["10-points-below", "11-points-below"]
+    ("champion_coverage", "shadow_coverage", "promoted"),
+    # 0.90 - 0.80 is 0.0999... in floating point; 0.20 - 0.10 is exactly the margin, so only it tells <= from <
+    [(0.90, 0.80, True), (0.20, 0.10, True), (0.90, 0.79, False)],
+    ids=["10-points-below", "exactly-the-margin-below", "11-points-below"],
 )
 def test_the_shadow_gate_promotes_a_shadow_within_ten_coverage_points_and_refuses_one_below(
-    client: MlflowClient, settings: Settings, champion: PinnedVersions, shadow_coverage: float, promoted: bool
+    client: MlflowClient,
+    settings: Settings,
+    champion: PinnedVersions,
+    champion_coverage: float,
+    shadow_coverage: float,
+    promoted: bool,
 ) -> None:
     challenger = register_chain(client)
     assert gate(client, settings, challenger, 0.41, champion_ne=0.42)[0].awaiting_shadow
 
-    decision = shadow_gate(client, settings, champion, challenger, 0.90, shadow_coverage, hours=4)
+    decision = shadow_gate(client, settings, champion, challenger, champion_coverage, shadow_coverage, hours=4)
 
     assert decision.promoted is promoted
     expected = challenger if promoted else champion
     assert champions(client) == (expected.fm, expected.ae, expected.vm)  # FM, AE and VM move together
     verdict = "within" if promoted else "more than"
     assert decision.reason == (
-        f"shadow coverage {shadow_coverage:.3f} after 4 h is {verdict} 10 points below champion VM {champion.vm}'s 0.900"
+        f"shadow coverage {shadow_coverage:.3f} after 4 h is {verdict} 10 points below champion VM {champion.vm}'s "
+        f"{champion_coverage:.3f}"
     )
     tags = client.get_model_version(VM_MODEL, challenger.vm).tags
     assert (tags[SHADOW], tags["promotion"]) == ("promoted" if promoted else "refused", decision.reason)
