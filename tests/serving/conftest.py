@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 from tcp_proxy import TcpProxy
 
 from solaris.config import Settings
@@ -26,6 +27,14 @@ from precompute_env import LEAD
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 StoreFactory = Callable[[], FeatureStore]
 TTL = timedelta(hours=2)
+
+
+def assert_refused_naming(client: TestClient, body: dict[str, object], field: str, message: str) -> None:
+    """/rank answers a request outside its limits 422, naming the field and what is wrong with it."""
+    answer = client.post("/rank", json=body)
+    assert answer.status_code == 422
+    detail = str(answer.json()["detail"])
+    assert field in detail and message in detail
 
 
 def one_vm(ranker: Ranker, poll_seconds: float = 30.0) -> Service:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import T, Layout
+from conftest import T, assert_refused_naming, Layout
 from fastapi.testclient import TestClient
 from precompute_env import LEAD
 from raw_id_logs import RAW_MAPPING, SPELLINGS, write_raw_id_log
@@ -78,10 +78,7 @@ def test_an_id_never_seen_is_served_cold_not_refused(client: TestClient, spellin
 def test_raw_ids_outside_the_limits_are_422_naming_the_field(
     client: TestClient, request_body: dict, field: str, message: str
 ) -> None:
-    answer = client.post("/rank", json=request_body)
-    assert answer.status_code == 422
-    detail = str(answer.json()["detail"])
-    assert field in detail and message in detail
+    assert_refused_naming(client, request_body, field, message)
 
 
 def test_the_ranker_loads_the_map_of_the_world_it_serves(

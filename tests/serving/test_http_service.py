@@ -12,7 +12,7 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
-from conftest import T, TTL, Layout, lay_out, one_vm
+from conftest import T, assert_refused_naming, TTL, Layout, lay_out, one_vm
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from tcp_proxy import TcpProxy
@@ -74,11 +74,7 @@ def test_a_new_user_is_answered_with_its_cohorts_code(client: TestClient, layout
 def test_requests_outside_the_limits_are_422_naming_the_field(
     client: TestClient, request_body: dict, field: str, message: str
 ) -> None:
-    answer = client.post("/rank", json=request_body)
-
-    assert answer.status_code == 422
-    detail = str(answer.json()["detail"])
-    assert field in detail and message in detail
+    assert_refused_naming(client, request_body, field, message)
 
 
 def test_unknown_user_and_items_are_served_cold(client: TestClient) -> None:
