@@ -33,6 +33,7 @@ from solaris.assets import AE_CHAMPION, FM_CHAMPION, VM_CHAMPION
 from solaris.config import Settings
 from solaris.live.timetable import live_or
 from solaris.precompute.params import airflow_param
+from solaris.models.limits import EPOCHS, MAX_EPOCHS
 from solaris.vms import ALL_VMS
 
 
@@ -64,7 +65,7 @@ def _skip_unless_chain(params: dict[str, Any]) -> None:
     tags=["solaris", "training", "mlflow"],
     doc_md=__doc__,
     params={
-        "epochs": Param(12, type="integer", minimum=1, maximum=100, description="maximum epochs per model"),
+        "epochs": Param(EPOCHS, type="integer", minimum=1, maximum=MAX_EPOCHS, description="maximum epochs per model"),
         "seed": Param(0, type="integer", minimum=0, description="training seed"),
         "ttl_hours": Param(**airflow_param("ttl_hours")),
         "vm": Param(

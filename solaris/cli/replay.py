@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, VM_SEEDS
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, SWEEP_WARMUP_HOURS, VM_SEEDS
 from solaris.precompute.params import cli_option
 
 
@@ -34,7 +34,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="report folder (default: SOLARIS_DATA_DIR/replay/<world>)")
     p.add_argument("--no-sweep", action="store_true", help="skip the top_fraction sweep (faster)")
     p.add_argument("--no-speculation", action="store_true", help="skip the selector comparison (faster)")
-    p.add_argument("--sweep-warmup-hours", type=int, default=8, help="hours each sweep or selector arm precomputes first")
+    p.add_argument(
+        "--sweep-warmup-hours",
+        type=int,
+        default=SWEEP_WARMUP_HOURS,
+        help=f"hours each sweep or selector arm precomputes first (default {SWEEP_WARMUP_HOURS})",
+    )
     p.add_argument("--sweep-hours", type=int, help="eval hours each sweep or selector arm serves (default: all)")
     p.set_defaults(handler=run)
 

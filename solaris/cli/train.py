@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 
 from solaris.precompute.params import cli_option
+from solaris.models.limits import EPOCHS
 from solaris.vms import registered_name
 
 
@@ -17,7 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--name", help="world name under $SOLARIS_DATA_DIR/worlds (default: SOLARIS_WORLD)")
     common.add_argument("--seed", type=int, default=0)
-    common.add_argument("--epochs", type=int, help="most epochs per model (default 12; early stopping ends most sooner)")
+    common.add_argument(
+        "--epochs", type=int, help=f"most epochs per model (default {EPOCHS}; early stopping ends most sooner)"
+    )
     common.add_argument("--threads", type=int, help="torch threads (1 is best on a busy 2-core machine)")
     common.add_argument("--no-progress", action="store_true")
 

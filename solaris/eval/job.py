@@ -12,7 +12,7 @@ import mlflow
 from solaris.config import Settings
 from solaris.eval import report as render
 from solaris.eval.figures import ReplayReport
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, VM_SEEDS, check_fm_refresh
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, VM_SEEDS, check_fm_refresh
 from solaris.eval.arms import mean_coverage
 from solaris.eval.judging import VMTraining
 from solaris.eval.replay import ReplayConfig, run_replay
@@ -35,7 +35,7 @@ class ReplayRequest:
     out: Path | None = None
     sweep: bool = True
     speculation: bool = True  # compare the selectors at equal FM budgets
-    sweep_warmup_hours: int = 8
+    sweep_warmup_hours: int = SWEEP_WARMUP_HOURS
     sweep_hours: int | None = None
     fm_refresh: str = DEFAULT_FM_REFRESH
     vm_seeds: tuple[int, ...] = VM_SEEDS  # one training run of every VM variant per seed

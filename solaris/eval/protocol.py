@@ -12,6 +12,8 @@ DEFAULT_FM_REFRESH = "daily"
 # Every VM variant is trained once per seed and reported as the mean over its runs with their spread: the
 # least that shows one (a variant's NE moves with its training run as much as with a tier's inputs).
 VM_SEEDS = (0, 1, 2)
+# Hours each sweep or selector arm precomputes before the hours it is scored on, so that its fresh store is warm.
+SWEEP_WARMUP_HOURS = 8
 
 # The reference rows every replay table holds, named once.
 FM, VM_BASE = "FM", "VM base"

@@ -25,7 +25,7 @@ from solaris.eval.ceiling import known_user_share
 from solaris.eval.events import ServedEvents, concat, hour_index, served_events
 from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution, VMFigures
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, check_fm_refresh, protocol
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, check_fm_refresh, protocol
 from solaris.eval.scoring import score_cohorts, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
@@ -54,7 +54,7 @@ class ReplayConfig:
     shadow_hours: int = PrecomputeParams.shadow_hours  # a refreshed FM is written in shadow this long first
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
     speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
-    sweep_warmup_hours: int = 8  # precompute before the swept hours in each arm, so its store is warm
+    sweep_warmup_hours: int = SWEEP_WARMUP_HOURS
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
     vm_training: VMTraining = field(default_factory=VMTraining)

@@ -21,6 +21,7 @@ from solaris.data.eventlog import EventLog
 from solaris.models.autoencoder import AEConfig, Autoencoder
 from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
+from solaris.models.limits import EPOCHS
 from solaris.models.loader import minibatches, stream_impressions
 from solaris.models.splits import Span
 from solaris.models.vm import VMConfig, VerticalModel, from_base
@@ -32,7 +33,7 @@ EpochHook = Callable[[int, float, float], None]  # (epoch, train loss, validatio
 
 @dataclass(frozen=True)
 class FitConfig:
-    epochs: int = 12  # a cap: early stopping ends most fits sooner
+    epochs: int = EPOCHS
     patience: int = 1
     lr: float = 2e-3
     weight_decay: float = 1e-6
