@@ -1,20 +1,17 @@
 """
 ### solaris_precompute: the hourly speculative precompute
 
-For the hour starting at the end of the run's data interval, using only data before it:
-
-1. **resolve** pins the lead VM's `solaris-vm-<name>@champion` (the first in `vms.toml`) and the FM and AE it
-   was trained with, once, for the whole run;
-2. **coverage** measures the last hour's coverage by tier and the previous run's hit rate (before writing);
-3. **candidates** guesses the pairs of users likely to return, adds the last hour's misses (re-queue) and
-   drops pairs an earlier run keeps fresh all hour; **exposures** writes every recent user's exposure
-   counters (impressions over 6/24/72 h, the user's and each shown pair's) as of the hour: every VM reads them;
-4. **select** scores them with the VM (the verifier) and keeps the top fraction;
-5. **embed_shard** embeds one shard of the selection with the FM and compresses it with the AE, fanned out
-   over `shards` mapped tasks in the `gpu` pool and queue;
-6. **write_pairs**, **aggregates**, **neighbours** fill the feature store's three tiers (TTL `ttl_hours`);
-   **user_vectors** gives **neighbours** the FM's user vector of every active user, with or without codes;
-7. **expire** sweeps expired rows; **finish** closes the run record and logs metrics to MLflow.
+For the hour starting at the end of the run's data interval, using only data before it: **resolve** pins the
+lead VM's `solaris-vm-<name>@champion` (the first in `vms.toml`), the FM and AE it was trained with and the
+demand model, once for the whole run; **coverage** measures the last hour by tier; **candidates** guesses
+the pairs likely to be requested, with the last hour's misses and without pairs still fresh all hour;
+**exposures** writes every recent user's exposure counters as of the hour; **select** chooses what the FM
+embeds: by default the budget selector (P(requested while fresh) x the pair code's gain, the best
+`fm_budget` pairs), or the verifier (the lead VM's top `top_fraction`); **embed_shard** embeds and
+compresses one shard, mapped over `shards` tasks in the `gpu` pool and queue; then the five tiers are written
+with TTL `ttl_hours` (pair codes, user aggregates, similar users, similar items, new-user cohorts), the
+same for a chain awaiting promotion (`shadow_*`, no-ops without one), **expire** sweeps expired rows,
+**shadow_gate** decides on a chain in shadow, and **finish** closes the run record and logs to MLflow.
 
 A run triggered without a logical date (the REST API's default) precomputes the hour of its `run_after`.
 An hour with no requests before it has nothing to precompute: **candidates** is skipped, with the reason,
@@ -23,7 +20,8 @@ run record failed and fails too, naming the failed task(s), so that the DAG run 
 
 The steps, their order, the tables each passes on (Parquet in a run-scoped staging folder; XCom carries
 only small metadata) and the sharded GPU step are declared once in `solaris.precompute.pipeline`; this file
-builds the tasks from that declaration and wires them. Re-running an hour rewrites the same rows.
+builds the tasks from that declaration and wires them, and the list below is generated from it. Re-running
+an hour rewrites the same rows.
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ def _step_task(step: Step) -> Callable[..., Any]:
     max_active_runs=1,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
     tags=["solaris", "precompute", "feature-store"],
-    doc_md=__doc__,
+    doc_md=__doc__ + "\nSteps, in order: " + " → ".join(f"**{step.name}**" for step in PRECOMPUTE.steps) + ".\n",
     params={name: Param(**airflow_param(name)) for name in FORM},
 )
 def solaris_precompute() -> None:
