@@ -36,7 +36,8 @@ from solaris.store.cohorts import cohort_requests
 from solaris.store.combine import ItemLists, PairIndex, TierRows, assemble
 from solaris.store.item_lists import ItemListCache
 from solaris.store.readers import ReaderConnections
-from solaris.store.sqlfiles import load_sql, statements
+from solaris.store.sqlfiles import load_sql
+from solaris.store.tables import schema_statements
 
 EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours", "exposure_counts")
 
@@ -99,7 +100,7 @@ class SqlFeatureStore(FeatureStore):
 
     def init_schema(self) -> None:
         with self._engine.begin() as conn:
-            for statement in statements(self.dialect, "schema"):
+            for statement in schema_statements(self._engine.dialect):
                 conn.exec_driver_sql(statement)
 
     def close(self) -> None:

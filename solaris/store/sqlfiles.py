@@ -29,6 +29,6 @@ def load_sql(dialect: str, name: str) -> str:
 
 
 def statements(dialect: str, name: str) -> list[str]:
-    """The ``;``-terminated statements of a multi-statement file (the DDL), comments dropped."""
+    """The ``;``-terminated statements of a multi-statement file (migrations, session settings), comments dropped."""
     lines = [ln for ln in load_sql(dialect, name).splitlines() if not ln.lstrip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

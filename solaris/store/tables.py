@@ -1,16 +1,20 @@
-"""The store's tables as SQLAlchemy Core metadata, mirroring ``sql/<dialect>/schema.sql``.
+"""The store's tables, declared once: both dialects' DDL is compiled from this (:func:`schema_statements`).
 
-The DDL files are what the store runs; this mirror is for tools that want typed table objects (the UI
-plugin, ad-hoc queries). ``tests/store/test_store_schema.py`` builds both in fresh databases and compares them,
-so neither can drift. The dialect differences: on PostgreSQL the pair table is partitioned by expiry hour,
-so its primary key must include ``expires_at``.
+Times are integer UTC epoch microseconds; vectors are little-endian float16 (or the version's dtype) bytes.
+What differs by dialect is declared here: on PostgreSQL ``pair_embeddings`` is range-partitioned by
+``expires_at``, one partition per expiry hour created on demand (``create_pair_partition.sql``), so that
+expiry drops whole partitions; a unique key on a partitioned table must hold the partition key, so there
+(version_id, user_id, item_id) alone is kept unique by the writer (``delete_pair_keys.sql`` before
+``insert_pairs.sql``, in one transaction, under an advisory lock). What a store made by an earlier release
+lacks is added by each dialect's ``migrate.sql``.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import REAL, BigInteger, Column, Index, Integer, LargeBinary, MetaData, Table, Text
+from sqlalchemy import REAL, BigInteger, Column, Dialect, Index, Integer, LargeBinary, MetaData, Table, Text
+from sqlalchemy.schema import CreateIndex, CreateTable
 
-from solaris.store.sqlfiles import DIALECTS
+from solaris.store.sqlfiles import DIALECTS, statements
 
 
 def _times() -> list[Column]:
@@ -66,6 +70,9 @@ def build_metadata(dialect: str) -> MetaData:
         *_times(),
         Column("run_id", Text, nullable=False),
     )
+    # The A2A tier's item lists, one row per item: its similar items as little-endian int32 ids, then their
+    # float32 similarities (k of each, padded with id -1). A read fetches the requested items' rows by key and
+    # matches them to the user's pairs in numpy: one row per item, not k.
     items = Table(
         "item_neighbours",
         md,
@@ -75,12 +82,19 @@ def build_metadata(dialect: str) -> MetaData:
         *_times(),
         Column("run_id", Text, nullable=False),
     )
+    # Each version's item lists carry a generation, moved in the transaction of every write of its lists and
+    # of every expiry that deletes lists: the lists change once an hour, so a reader holds a version's lists in
+    # memory and reads only their generation with each request (solaris/store/item_lists.py).
     Table(
         "item_list_generations",
         md,
         Column("version_id", Text, primary_key=True),
         Column("generation", BigInteger, nullable=False),
     )
+    # Each user's impression counters (solaris/exposure.py), one row per user, not scoped to an embedding
+    # version: its count per window, then the item ids it was shown, then each one's count per window, as
+    # little-endian int32 (codec.encode_exposure); item_count says how many items. A read fetches the
+    # requested users' rows by key: one row per user, not one per (user, item).
     exposure = Table(
         "exposure_counts",
         md,
@@ -110,3 +124,13 @@ def build_metadata(dialect: str) -> MetaData:
         Column("figures", Text, nullable=False),
     )
     return md
+
+
+def schema_statements(dialect: Dialect) -> list[str]:
+    """The DDL that creates every missing table and index (idempotent), then the dialect's migrations."""
+    metadata = build_metadata(dialect.name)
+    ddl = []
+    for table in metadata.sorted_tables:
+        ddl.append(str(CreateTable(table, if_not_exists=True).compile(dialect=dialect)).strip())
+        ddl += [str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)).strip() for index in table.indexes]
+    return ddl + statements(dialect.name, "migrate")

@@ -25,8 +25,8 @@ import json, sys
 from solaris.store import sqlfiles
 loaded = {d: {r.name[:-4]: sqlfiles.load_sql(d, r.name[:-4]) for r in sqlfiles.sql_files(d).iterdir()
               if r.name.endswith(".sql")} for d in sqlfiles.DIALECTS}
-ddl = {d: len(sqlfiles.statements(d, "schema")) for d in sqlfiles.DIALECTS}
-json.dump({"module": sqlfiles.__file__, "loaded": loaded, "ddl": ddl}, sys.stdout)
+migrations = {d: len(sqlfiles.statements(d, "migrate")) for d in sqlfiles.DIALECTS}
+json.dump({"module": sqlfiles.__file__, "loaded": loaded, "migrations": migrations}, sys.stdout)
 """
 
 
@@ -58,7 +58,7 @@ def test_the_checkout_has_the_sql_in_the_package() -> None:
 
     sources = _source_sql()
     assert all(sources[d] for d in DIALECTS), f"no SQL under {PACKAGE_SQL}/<dialect>/"
-    assert {"schema", "start_run", "recent_runs"} <= set(sources["sqlite"]) & set(sources["postgresql"])
+    assert {"migrate", "start_run", "recent_runs"} <= set(sources["sqlite"]) & set(sources["postgresql"])
     for dialect, by_name in sources.items():  # what the store loads is what the package folder holds
         assert Path(str(sql_files(dialect))).resolve() == REPO / PACKAGE_SQL / dialect
         assert all(load_sql(dialect, name) == text for name, text in by_name.items())
@@ -71,7 +71,7 @@ def test_the_wheel_ships_every_sql_file_and_loads_it_without_the_checkout(tmp_pa
     with zipfile.ZipFile(wheel) as archive:
         shipped = {n for n in archive.namelist() if n.endswith(".sql")}
         archive.extractall(tmp_path / "installed")
-    assert {f"{PACKAGE_SQL}/{d}/schema.sql" for d in DIALECTS} <= shipped, sorted(shipped)
+    assert {f"{PACKAGE_SQL}/{d}/migrate.sql" for d in DIALECTS} <= shipped, sorted(shipped)
     assert shipped == {f"{PACKAGE_SQL}/{d}/{name}.sql" for d, by_name in sources.items() for name in by_name}
 
     # Import solaris from the unpacked wheel: PYTHONPATH comes before the editable install's finder.
@@ -84,4 +84,4 @@ def test_the_wheel_ships_every_sql_file_and_loads_it_without_the_checkout(tmp_pa
     found = json.loads(done.stdout)
     assert Path(found["module"]).is_relative_to(installed), found["module"]
     assert found["loaded"] == sources  # every statement of both dialects, read from the installed package
-    assert all(n > 0 for n in found["ddl"].values())
+    assert all(n > 0 for n in found["migrations"].values())

@@ -1,0 +1,7 @@
+-- What a store made by an earlier release lacks (solaris/store/tables.py declares the tables).
+-- Lists written before generations existed get one.
+INSERT INTO item_list_generations (version_id, generation)
+SELECT DISTINCT version_id, 1 FROM item_neighbours WHERE true
+ON CONFLICT (version_id) DO NOTHING;
+-- A store made before run records kept their quality figures gains the column.
+ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS figures TEXT NOT NULL DEFAULT '{}';
