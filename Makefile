@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run live live-down test test-integration test-soak bench bench-setup clean
+.PHONY: setup run live live-down lint test test-integration test-soak bench bench-setup clean
 
 setup: $(STAMP)
 
@@ -34,6 +34,11 @@ live: $(STAMP)
 
 live-down:
 	$(LIVE) $(BIN)/solaris stack down
+
+# Lint and format check (pyproject.toml's [tool.ruff]); `ruff format` and `ruff check --fix` apply them.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration and not soak" $(PYTEST_ARGS)

@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     log = EventLog(args.world)
     span = ReplaySpans.of(log).eval
     reach = cohort_reach(log, span, args.grid, PrecomputeParams())
-    print(f"ABLATION {args.world.name}: evaluation span {span.start:%Y-%m-%d %H}:00 to {span.end:%Y-%m-%d %H}:00, "
-          f"{reach.impressions:,} impressions, {reach.counterless / reach.impressions:.1%} of users without counters")
+    print(
+        f"ABLATION {args.world.name}: evaluation span {span.start:%Y-%m-%d %H}:00 to {span.end:%Y-%m-%d %H}:00, "
+        f"{reach.impressions:,} impressions, {reach.counterless / reach.impressions:.1%} of users without counters"
+    )
     for c, k in args.grid:
         print(f"  {c:>4} cohorts x {k:>5} items = {c * k:>7,} FM calls an hour: at most {reach.share((c, k)):.1%} fed")
     return 0

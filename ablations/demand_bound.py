@@ -133,7 +133,10 @@ def simulate(
         covered.append(np.bincount(request, fresh(shown_keys, i))), shown.append(np.bincount(request))
         candidates.append(fresh(candidate_keys, i))
     found = Arm(
-        np.concatenate(covered), float(np.concatenate(candidates).mean()), hits / max(written, 1), np.mean(aucs),
+        np.concatenate(covered),
+        float(np.concatenate(candidates).mean()),
+        hits / max(written, 1),
+        np.mean(aucs),
         calls / len(shown),
     )
     return found, np.concatenate(shown)
@@ -178,10 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     arms |= {"+ true return rate": (with_truth, 0.0), "future": (lambda _, requested: requested.astype(float), 0.0)}
     results = {name: simulate(log, served, serve_from, arm, args.budget, ttl) for name, arm in arms.items()}
     shown = results["future"][1]
-    print(f"ABLATION {args.world.name}: budget {args.budget:,} FM calls/h, ttl {ttl} h, demand models trained until "
-          f"{until:%Y-%m-%d %H}:00, served {serve_from:%Y-%m-%d %H}:00 +{args.serve_hours} h, seed {args.seed}")
-    print(f"{'arm':<20}{'FM calls/h':>11}{'coverage pair':>26}{'vs demand model':>28}{'of candidates':>15}"
-          f"{'hit while fresh':>17}{'requested AUC':>15}")
+    print(
+        f"ABLATION {args.world.name}: budget {args.budget:,} FM calls/h, ttl {ttl} h, demand models trained until "
+        f"{until:%Y-%m-%d %H}:00, served {serve_from:%Y-%m-%d %H}:00 +{args.serve_hours} h, seed {args.seed}"
+    )
+    print(
+        f"{'arm':<20}{'FM calls/h':>11}{'coverage pair':>26}{'vs demand model':>28}{'of candidates':>15}"
+        f"{'hit while fresh':>17}{'requested AUC':>15}"
+    )
     samples: dict[str, list[float]] = {name: [] for name in results}
     for w in resample_weights(len(shown), RESAMPLES, np.random.default_rng(args.seed)):
         for name, (arm, _) in results.items():
@@ -193,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         d_low, d_high = interval(found - base)
         gain = coverage - results["demand model"][0].covered.sum() / shown.sum()
         versus = f"{gain:+.1%} [{d_low:+.1%}, {d_high:+.1%}]" if name != "demand model" else "—"
-        print(f"{name:<20}{arm.fm_calls:>11,.0f}{coverage:>11.1%} [{low:.1%}, {high:.1%}]{versus:>28}"
-              f"{arm.candidates:>15.1%}{arm.hit_rate:>17.1%}{arm.requested_auc:>15.3f}")
+        print(
+            f"{name:<20}{arm.fm_calls:>11,.0f}{coverage:>11.1%} [{low:.1%}, {high:.1%}]{versus:>28}"
+            f"{arm.candidates:>15.1%}{arm.hit_rate:>17.1%}{arm.requested_auc:>15.3f}"
+        )
     return 0
 
 

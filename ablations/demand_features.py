@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         for arm, features in arms.items():
             plan = DemandPlan(features=features)
             found = train_demand(log, until, ttl, replace(plan, fit=replace(plan.fit, seed=seed))).metrics
-            print(f"{seed:>4}  {arm:<26}{found['auc']:>10.4f}{found['recency_auc']:>13.4f}{found['valid_rows']:>12,.0f}")
+            print(
+                f"{seed:>4}  {arm:<26}{found['auc']:>10.4f}{found['recency_auc']:>13.4f}{found['valid_rows']:>12,.0f}"
+            )
     return 0
 
 

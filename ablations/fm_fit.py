@@ -49,13 +49,19 @@ def main(argv: list[str] | None = None) -> int:
     scored = log.impressions(spans.eval.start, spans.eval.end)
     calibration = log.impressions(refreshed_at, spans.eval.start)
     train, valid = refresh_spans(refreshed, refreshed_at, valid_hours=2)  # the replay's default valid_hours
-    print(f"ABLATION {args.world.name}: {scored.num_rows} evaluation impressions; NE raw / Platt-scaled on the day before")
+    print(
+        f"ABLATION {args.world.name}: {scored.num_rows} evaluation impressions; NE raw / Platt-scaled on the day before"
+    )
     print("seed  arm      epochs (first, refresh)  first FM           refreshed FM")
     for seed in args.seeds:
         for arm, (config, changes) in ARMS.items():
             fit = replace(TrainPlan(fit=FitConfig(seed=seed, progress=False, threads=1)).fm_fit, **changes)
-            fm, a = train_fm(log, first.split.fm_train, first.split.valid, first.index, first.users, first.items, config, fit)
-            fm_refreshed, b = train_fm(log, train, valid, refreshed.index, refreshed.users, refreshed.items, fit_config=fit, start_from=fm)
+            fm, a = train_fm(
+                log, first.split.fm_train, first.split.valid, first.index, first.users, first.items, config, fit
+            )
+            fm_refreshed, b = train_fm(
+                log, train, valid, refreshed.index, refreshed.users, refreshed.items, fit_config=fit, start_from=fm
+            )
             ne = [_ne(m, scored, calibration, first) for m in (fm, fm_refreshed)]
             print(f"{seed:>4}  {arm:<7}  {len(a.valid_loss):>2} ({a.best_epoch + 1} best), {len(b.valid_loss):>2} ({b.best_epoch + 1} best)"
                   f"     {ne[0][0]:.4f} / {ne[0][1]:.4f}    {ne[1][0]:.4f} / {ne[1][1]:.4f}", flush=True)  # fmt: skip
@@ -64,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _ne(fm: FoundationModel, scored, calibration, world: World) -> tuple[float, float]:  # noqa: ANN001 - pyarrow tables
     """(raw NE, NE once Platt-scaled on ``calibration``) on ``scored``."""
-    prob, fitted = (embed(fm, fm_matrix(t, world.index, fm.config.history), device="cpu").probs[:, 0] for t in (scored, calibration))
+    prob, fitted = (
+        embed(fm, fm_matrix(t, world.index, fm.config.history), device="cpu").probs[:, 0] for t in (scored, calibration)
+    )
     click = labels(scored)[:, 0]
     calibrated = PlattScaling.fit(fitted, labels(calibration)[:, 0])(prob)
     return metrics.summary(click, prob)["ne"], metrics.summary(click, np.asarray(calibrated))["ne"]

@@ -53,17 +53,30 @@ def main(argv: list[str] | None = None) -> int:
     trained_on = world.log.impressions(split.fm_train.start, split.fm_train.end, ["user_id", "item_id"])
     new_user = ~np.isin(shown["user_id"].to_numpy(), trained_on["user_id"].to_numpy())
     new_item = ~np.isin(shown["item_id"].to_numpy(), trained_on["item_id"].to_numpy())
-    rows = {"all": np.ones(len(click), bool), "new users": new_user, "new items": new_item, "known both": ~new_user & ~new_item}
+    rows = {
+        "all": np.ones(len(click), bool),
+        "new users": new_user,
+        "new items": new_item,
+        "known both": ~new_user & ~new_item,
+    }
     print(f"ABLATION {args.world.name}: {len(click)} evaluation impressions, {new_user.mean():.1%} of new users, "
           f"{new_item.mean():.1%} of new items; FM frozen after its training span")  # fmt: skip
-    print(f"seed  {'arm':<20} epochs  " + "  ".join(f"{name:>10}" for name in rows) + "  |unknown| user/item  zero user rows")
+    print(
+        f"seed  {'arm':<20} epochs  "
+        + "  ".join(f"{name:>10}" for name in rows)
+        + "  |unknown| user/item  zero user rows"
+    )
     for seed in args.seeds:
         for arm in args.arms:
             config, changes = ARMS[arm]
             fit = replace(TrainPlan(fit=FitConfig(seed=seed, progress=False, threads=1)).fm_fit, **changes)
-            fm, result = train_fm(world.log, split.fm_train, split.valid, world.index, world.users, world.items, config, fit)
+            fm, result = train_fm(
+                world.log, split.fm_train, split.valid, world.index, world.users, world.items, config, fit
+            )
             prob = embed(fm, x, device="cpu").probs[:, 0]
-            ne = [metrics.summary(click[m], prob[m])["ne"] if m.sum() >= MIN_ROWS else float("nan") for m in rows.values()]
+            ne = [
+                metrics.summary(click[m], prob[m])["ne"] if m.sum() >= MIN_ROWS else float("nan") for m in rows.values()
+            ]
             print(f"{seed:>4}  {arm:<20} {result.best_epoch + 1:>6}  " + "  ".join(f"{v:>10.4f}" for v in ne)
                   + f"  {_unknown_norm(fm, 'user'):.3f} / {_unknown_norm(fm, 'item'):.3f}  {_zero_rows(fm):>6}", flush=True)  # fmt: skip
     return 0

@@ -63,11 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.arm}: no pair codes written", file=sys.stderr)
         return 1
     written, returning = total["written"], max(total["returning"], 1)
-    print(f"ABLATION {args.arm.name} ({version}, TTL {args.ttl_hours} h, {written:,} pairs written): "
-          f"hit {total['hits'] / written:.3f} = user returns {total['returning'] / written:.3f} x hit | returns "
-          f"{total['returning_hits'] / returning:.3f}; return oracle {total['oracle_hits'] / written:.3f}; "
-          f"ceiling {hit_ceiling(total['pool_requested'], written):.3f}"
-          + (f"; {poolless} hours written without a scored pool left out" if poolless else ""))
+    print(
+        f"ABLATION {args.arm.name} ({version}, TTL {args.ttl_hours} h, {written:,} pairs written): "
+        f"hit {total['hits'] / written:.3f} = user returns {total['returning'] / written:.3f} x hit | returns "
+        f"{total['returning_hits'] / returning:.3f}; return oracle {total['oracle_hits'] / written:.3f}; "
+        f"ceiling {hit_ceiling(total['pool_requested'], written):.3f}"
+        + (f"; {poolless} hours written without a scored pool left out" if poolless else "")
+    )
     return 0
 
 

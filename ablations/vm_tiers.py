@@ -86,10 +86,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"[{m.ne_gain_ci95[0]:+.4f}, {m.ne_gain_ci95[1]:+.4f}]")  # fmt: skip
         runs = [metrics.summary(judged.events.label, p)["ne"] for p in judged.probs[ALL_TIERS]]
         base_runs = [metrics.summary(judged.events.label, p)["ne"] for p in judged.probs[VM_BASE]]
-        print("  all tiers, each run's NE gain: " + ", ".join(f"{b - x:+.4f}" for b, x in zip(base_runs, runs, strict=True)))
+        print(
+            "  all tiers, each run's NE gain: "
+            + ", ".join(f"{b - x:+.4f}" for b, x in zip(base_runs, runs, strict=True))
+        )
         transfer = scores[ALL_TIERS].transfer_ratio
-        print(f"  transfer, all tiers: {'—' if transfer is None else f'{transfer:.1%}'}; base VM NE {scores[VM_BASE].ne:.4f}")
-        for c in tier_contributions(judged.events.label, judged.events.requests, judged.probs, TIER_STEPS, {}, served.report.seed):
+        print(
+            f"  transfer, all tiers: {'—' if transfer is None else f'{transfer:.1%}'}; base VM NE {scores[VM_BASE].ne:.4f}"
+        )
+        for c in tier_contributions(
+            judged.events.label, judged.events.requests, judged.probs, TIER_STEPS, {}, served.report.seed
+        ):
             verdict = ("a gain" if c.ne_gain > 0 else "a loss") if c.measurable else "nothing measurable"
             print(f"  tier {TIER_LABELS[c.tier]:<24} {c.ne_gain:+.4f} (sd {c.ne_gain_runs_sd or 0:.4f}) "
                   f"[{c.ne_gain_ci95[0]:+.4f}, {c.ne_gain_ci95[1]:+.4f}] {verdict}", flush=True)  # fmt: skip
@@ -126,7 +133,9 @@ class ServedReplay:
 
         def events(version: dict[str, str], span: Span) -> ServedEvents:
             fm = registry.load_fm(version["fm_version"])
-            found = served_events(log, span, folder, version["embedding_version"], code_dim, fm, world.index, "cpu", [spec])
+            found = served_events(
+                log, span, folder, version["embedding_version"], code_dim, fm, world.index, "cpu", [spec]
+            )
             return found[spec.name]
 
         logging = concat([events(v, Span(a, b)) for v, a, b in zip(versions, starts, ends, strict=True)])

@@ -44,7 +44,9 @@ def write_logs(folder: Path, rows: int, users: int, items: int, seed: int = 0) -
     click = (rng.random(rows) < 0.05).astype(np.int8)
     sparse_item = item * 44 + 7  # sparse, as a team's ids are
     paths = folder / "text.csv", folder / "dense.csv"
-    text = pd.DataFrame({"user": "u-" + pd.Series(user).astype(str), "item": "ad-" + pd.Series(sparse_item).astype(str)})
+    text = pd.DataFrame(
+        {"user": "u-" + pd.Series(user).astype(str), "item": "ad-" + pd.Series(sparse_item).astype(str)}
+    )
     dense = pd.DataFrame({"user": user, "item": item})
     for frame, path in zip((text, dense), paths, strict=True):
         frame.assign(ts=ts, click=click).to_csv(path, index=False)
@@ -98,7 +100,9 @@ def fresh_requests(spell_user: Callable, spell_item: Callable, map_size: int, co
     yet computed), the candidates random over the map."""
     rng = np.random.default_rng(1)
     bodies = [
-        json.dumps([spell_user(int(rng.integers(map_size))), [spell_item(int(k)) for k in rng.choice(map_size, CANDIDATES)]])
+        json.dumps(
+            [spell_user(int(rng.integers(map_size))), [spell_item(int(k)) for k in rng.choice(map_size, CANDIDATES)]]
+        )
         for _ in range(count)
     ]
     return [json.loads(body) for body in bodies]
@@ -150,7 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for map_size in map_sizes:
         for name, s in measure_serving(map_size, count=3000).items():
             ratio = s["mapped_us"] / s["baseline_us"]
-            print(f"{name:>10} {map_size:>10,} {s['mapped_us']:>22.1f} {s['baseline_us']:>18.1f} {ratio:>6.1f}x", flush=True)
+            print(
+                f"{name:>10} {map_size:>10,} {s['mapped_us']:>22.1f} {s['baseline_us']:>18.1f} {ratio:>6.1f}x",
+                flush=True,
+            )
     return 0
 
 

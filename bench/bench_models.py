@@ -25,7 +25,7 @@ from solaris.models.cost import flops_per_pair, parameter_count
 from solaris.models.features import fm_matrix
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
-from solaris.models.vm import VARIANTS, VMConfig, VerticalModel, score
+from solaris.models.vm import VARIANTS, VerticalModel, VMConfig, score
 from solaris.models.vm_data import Teacher
 from solaris.precompute.params import PrecomputeParams
 from solaris.training.jobs import World, vm_data
@@ -54,15 +54,27 @@ def cost_table(world: World, n_rows: int, repeats: int) -> list[tuple[str, int, 
     span = world.split.eval
     x = fm_matrix(world.log.impressions(span.start, span.end).slice(0, n_rows), world.index, FMConfig().history)
     fm = FoundationModel(FMConfig(), world.users, world.items)
-    rows = [("FM (embed, cpu)", parameter_count(fm), flops_per_pair(fm, x[:256]),
-             rows_per_second(lambda a: embed(fm, a, device="cpu"), x, repeats))]
+    rows = [
+        (
+            "FM (embed, cpu)",
+            parameter_count(fm),
+            flops_per_pair(fm, x[:256]),
+            rows_per_second(lambda a: embed(fm, a, device="cpu"), x, repeats),
+        )
+    ]
     for variant in VARIANTS:
         config = VMConfig(variant=variant)
         vm = VerticalModel(config, world.users, world.items)
         width = len(config.columns())
         vx = np.concatenate([x[:, :4], np.zeros((len(x), width - 4), np.float32)], axis=1)
-        rows.append((f"VM {variant}", parameter_count(vm), flops_per_pair(vm, vx[:256]),
-                     rows_per_second(lambda a, m=vm: score(m, a), vx, repeats)))
+        rows.append(
+            (
+                f"VM {variant}",
+                parameter_count(vm),
+                flops_per_pair(vm, vx[:256]),
+                rows_per_second(lambda a, m=vm: score(m, a), vx, repeats),
+            )
+        )
     return rows
 
 

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
-
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.synthetic import PRESETS, generate_world

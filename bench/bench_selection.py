@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from solaris.data.synthetic import PRESETS, generate_world
+from solaris.models.demand import predict
 from solaris.models.training import FitConfig
 from solaris.precompute.budget import pair_values, select_within_budget
-from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.demand_features import demand_features
-from solaris.models.demand import predict
+from solaris.precompute.params import PrecomputeParams
 from solaris.training.demand_fit import DemandPlan, labelled_pool, train_demand
 
 TTL, BUDGET = 4, 60_000
@@ -44,7 +44,9 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         log = generate_world(PRESETS["tiny" if args.quick else "default"].with_seed(0), Path(tmp) / "w", progress=False)
         at = log.end - timedelta(hours=12)
-        plan = DemandPlan(train_hours=12, valid_hours=2, fit=FitConfig(epochs=3, batch_size=4096, progress=False, threads=2))
+        plan = DemandPlan(
+            train_hours=12, valid_hours=2, fit=FitConfig(epochs=3, batch_size=4096, progress=False, threads=2)
+        )
         model = train_demand(log, at, TTL, plan).model
         pool, _ = labelled_pool(log, at, TTL)
         features, t_features = timed(lambda: demand_features(log, pool, at, TTL))

@@ -50,6 +50,7 @@ from bench_store import DIM, HOUR, ITEM_POOL, ITEMS_PER_USER, T0, Pairs, analyze
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
+from solaris.enrichment.tiers import TIER_NAMES, served_inputs
 from solaris.models.features import IdTable, pair_key
 from solaris.models.vm import VerticalModel, VMConfig
 from solaris.serving import Ranker
@@ -57,11 +58,10 @@ from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
 from solaris.serving.metrics import MULTIPROCESS_DIR_ENV, STORE_FAILURES
 from solaris.serving.servedlog import served_dir
-from solaris.enrichment.tiers import TIER_NAMES, served_inputs
 from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, TierBatchRead, open_store
 from solaris.store.codec import decode_exposure, decode_lists, storage_dtype, to_micros
-from solaris.store.config import parse_store_url
 from solaris.store.combine import weighted_mean
+from solaris.store.config import parse_store_url
 from solaris.tracking.registry import PinnedVersions
 
 AT = T0 + HOUR / 2  # every row written by bench_store.fill is fresh
@@ -136,7 +136,9 @@ class MemoryTiers:
         nb = np.array(fetch(backend, raw, "SELECT user_id, neighbour_id, similarity FROM user_neighbours"), np.float64)
         nb = nb[np.lexsort((nb[:, 1], nb[:, 0]))]
         ptr = np.searchsorted(nb[:, 0], np.arange(n_users + 1))
-        lists = sorted((r[0], bytes(r[1])) for r in fetch(backend, raw, "SELECT item_id, neighbours FROM item_neighbours"))
+        lists = sorted(
+            (r[0], bytes(r[1])) for r in fetch(backend, raw, "SELECT item_id, neighbours FROM item_neighbours")
+        )
         slots = np.array([len(blob) // 8 for _, blob in lists], np.int64)  # packed int32 ids then float32 similarities
         listed, listed_sims = decode_lists(b"".join(blob for _, blob in lists), slots)
         keep = listed >= 0
@@ -151,8 +153,19 @@ class MemoryTiers:
         count_keys = pair_key(np.repeat(owners, slots), items)
         by_key = np.argsort(count_keys)
         return cls(
-            keys[order], vectors, agg, agg_mask, ptr, nb[:, 1].astype(np.int64), nb[:, 2], item_ptr,
-            inb[:, 1].astype(np.int64), inb[:, 2], user_counts, count_keys[by_key], pair_counts[by_key],
+            keys[order],
+            vectors,
+            agg,
+            agg_mask,
+            ptr,
+            nb[:, 1].astype(np.int64),
+            nb[:, 2],
+            item_ptr,
+            inb[:, 1].astype(np.int64),
+            inb[:, 2],
+            user_counts,
+            count_keys[by_key],
+            pair_counts[by_key],
         )
 
     def _pairs(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -628,7 +641,9 @@ def print_http(http: HttpResult, duration: float, workers: int) -> None:
     seq, c = http.sequential, http.counters
     print(f"/rank, one client back to back (service time, no queueing): p50 {ms(seq.latencies, 50).strip()}, "
           f"p99 {ms(seq.latencies, 99).strip()}, {seq.errors} errors")  # fmt: skip
-    failures = ", ".join(f"{k} {counter(c, 'solaris_store_failures_total', vm=BENCH_VM, kind=k):.0f}" for k in STORE_FAILURES)
+    failures = ", ".join(
+        f"{k} {counter(c, 'solaris_store_failures_total', vm=BENCH_VM, kind=k):.0f}" for k in STORE_FAILURES
+    )
     tiers = {t: counter(c, "solaris_rank_candidates_total", vm=BENCH_VM, tier=t) for t in TIER_NAMES}
     shares = ", ".join(f"{t} {v / max(sum(tiers.values()), 1):.0%}" for t, v in tiers.items())
     dropped = counter(c, "solaris_served_log_dropped_rows_total")
@@ -637,10 +652,14 @@ def print_http(http: HttpResult, duration: float, workers: int) -> None:
     print(f"sweep (/rank, spread, {PER_CLIENT_RATE}/s per hey process; sustained: 0 errors, >= {SUSTAINED_SHARE:.0%} of the "
           f"offered rate, p99 <= {SUSTAINED_P99_MS:g} ms):")  # fmt: skip
     for load in http.sweep:
-        print(f"  offered {load.rate:>4.0f}/s: achieved {load.achieved:6.1f}/s, p50 {ms(load.latencies, 50)}, "
-              f"p99 {ms(load.latencies, 99)}, {load.errors} errors: {'sustained' if load.sustained() else 'not sustained'}")
+        print(
+            f"  offered {load.rate:>4.0f}/s: achieved {load.achieved:6.1f}/s, p50 {ms(load.latencies, 50)}, "
+            f"p99 {ms(load.latencies, 99)}, {load.errors} errors: {'sustained' if load.sustained() else 'not sustained'}"
+        )
     best = http.highest_sustained()
-    print(f"highest rate sustained ({http.backend}): {'none of the sweep' if best is None else f'{best:.0f} requests/s'}")
+    print(
+        f"highest rate sustained ({http.backend}): {'none of the sweep' if best is None else f'{best:.0f} requests/s'}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -650,9 +669,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, help="in-process requests per path (default 1000)")
     parser.add_argument("--duration", type=float, help="seconds of HTTP load per endpoint (default 30; 0: no HTTP)")
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes for the HTTP part (default 2: one per core)")
     parser.add_argument(
-        "--torch-threads", type=int, default=ServiceConfig().torch_threads, help="torch threads, here and in the server (default: the service's)"
+        "--workers", type=int, default=2, help="uvicorn worker processes for the HTTP part (default 2: one per core)"
+    )
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=ServiceConfig().torch_threads,
+        help="torch threads, here and in the server (default: the service's)",
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.torch_threads)

@@ -58,8 +58,10 @@ class Pairs:
         items = np.argsort(rng.random((n_users, ITEM_POOL)), axis=1)[:, :ITEMS_PER_USER]
         n = n_users * ITEMS_PER_USER
         return cls(
-            np.repeat(np.arange(n_users, dtype=np.int64), ITEMS_PER_USER), items.ravel().astype(np.int64),
-            rng.normal(size=(n, DIM)).astype(np.float32), rng.random(n).astype(np.float32),
+            np.repeat(np.arange(n_users, dtype=np.int64), ITEMS_PER_USER),
+            items.ravel().astype(np.int64),
+            rng.normal(size=(n, DIM)).astype(np.float32),
+            rng.random(n).astype(np.float32),
         )
 
     def batches(self) -> Iterator[tuple[int, slice]]:
@@ -84,7 +86,13 @@ def fill(store: FeatureStore, data: Pairs) -> tuple[str, float]:
     users = np.unique(data.users)
     rng = np.random.default_rng(1)
     store.write_user_aggregates(
-        "bench", version, users, rng.normal(size=(len(users), DIM)), np.full(len(users), ITEMS_PER_USER), 24, T0,
+        "bench",
+        version,
+        users,
+        rng.normal(size=(len(users), DIM)),
+        np.full(len(users), ITEMS_PER_USER),
+        24,
+        T0,
         T0 + EXPIRY_HOURS * HOUR,
     )
     neighbours = (users[:, None] + rng.integers(1, len(users), (len(users), NEIGHBOURS))) % len(users)
@@ -92,19 +100,31 @@ def fill(store: FeatureStore, data: Pairs) -> tuple[str, float]:
     dup = np.zeros_like(neighbours, dtype=bool)
     dup[:, 1:] = neighbours[:, 1:] == neighbours[:, :-1]
     store.write_user_neighbours(
-        "bench", version, users, np.where(dup, -1, neighbours), rng.uniform(0.1, 1, neighbours.shape), T0,
+        "bench",
+        version,
+        users,
+        np.where(dup, -1, neighbours),
+        rng.uniform(0.1, 1, neighbours.shape),
+        T0,
         T0 + EXPIRY_HOURS * HOUR,
     )
     items = np.arange(ITEM_POOL)  # each item's 20 distinct others, from the pool every user's pairs come from
     offsets = np.stack([rng.choice(np.arange(1, ITEM_POOL), ITEM_NEIGHBOURS, replace=False) for _ in items])
     store.write_item_neighbours(
-        "bench", version, items, (items[:, None] + offsets) % ITEM_POOL, rng.uniform(0.1, 1, offsets.shape), T0,
+        "bench",
+        version,
+        items,
+        (items[:, None] + offsets) % ITEM_POOL,
+        rng.uniform(0.1, 1, offsets.shape),
+        T0,
         T0 + EXPIRY_HOURS * HOUR,
     )
     counts = rng.integers(0, 30, size=(len(users), 3))  # each user's counters name every item it has a pair for
     store.write_exposure_counts(
-        "bench", ExposureCounts(users, counts, data.users, data.items, rng.integers(0, 4, size=(len(data.users), 3))),
-        T0, T0 + EXPIRY_HOURS * HOUR,
+        "bench",
+        ExposureCounts(users, counts, data.users, data.items, rng.integers(0, 4, size=(len(data.users), 3))),
+        T0,
+        T0 + EXPIRY_HOURS * HOUR,
     )
     return version, seconds
 
@@ -121,12 +141,18 @@ def raw_copy_seconds(dsn: str, data: Pairs) -> float:
         conn.execute("CREATE INDEX ON raw_pairs (expires_at)")
         conn.commit()
         payloads = [
-            binary_copy_payload([  # text and bytea share the binary wire format: the raw bytes
-                ("bytea", version[s]), ("int8", data.users[s]), ("int8", data.items[s]),
-                ("bytea", encode_vectors(data.vectors[s], "float16")), ("float4", data.scores[s]),
-                ("int8", np.full(len(data.users[s]), to_micros(T0, "t"))),
-                ("int8", np.full(len(data.users[s]), to_micros(expires(k), "t"))), ("bytea", run[s]),
-            ])
+            binary_copy_payload(
+                [  # text and bytea share the binary wire format: the raw bytes
+                    ("bytea", version[s]),
+                    ("int8", data.users[s]),
+                    ("int8", data.items[s]),
+                    ("bytea", encode_vectors(data.vectors[s], "float16")),
+                    ("float4", data.scores[s]),
+                    ("int8", np.full(len(data.users[s]), to_micros(T0, "t"))),
+                    ("int8", np.full(len(data.users[s]), to_micros(expires(k), "t"))),
+                    ("bytea", run[s]),
+                ]
+            )
             for k, s in data.batches()
         ]
         started = time.perf_counter()
@@ -146,12 +172,19 @@ def raw_executemany_seconds(path: Path, data: Pairs) -> float:
     )
     conn.execute("CREATE INDEX raw_pairs_expires_at ON raw_pairs (expires_at)")
     batches = [
-        list(zip(
-            ["fm1-ae1-d32"] * len(data.users[s]), data.users[s].tolist(), data.items[s].tolist(),
-            encode_vectors(data.vectors[s], "float16").tolist(), data.scores[s].tolist(),
-            [to_micros(T0, "t")] * len(data.users[s]), [to_micros(expires(k), "t")] * len(data.users[s]),
-            ["bench"] * len(data.users[s]), strict=True,
-        ))
+        list(
+            zip(
+                ["fm1-ae1-d32"] * len(data.users[s]),
+                data.users[s].tolist(),
+                data.items[s].tolist(),
+                encode_vectors(data.vectors[s], "float16").tolist(),
+                data.scores[s].tolist(),
+                [to_micros(T0, "t")] * len(data.users[s]),
+                [to_micros(expires(k), "t")] * len(data.users[s]),
+                ["bench"] * len(data.users[s]),
+                strict=True,
+            )
+        )
         for k, s in data.batches()
     ]
     started = time.perf_counter()
@@ -204,9 +237,7 @@ def postgres_floor(dsn: str, version: str, t: int) -> Callable[[int, np.ndarray]
     """One generic plan (no planning per request) that tests the items as a filter on the user's key range
     (``+ 0``): whatever the statistics say, where the planner's own choice, once a partition has statistics,
     probes the index once per item (~4x slower) and spends ~0.4 ms planning each request."""
-    conn = psycopg.connect(
-        dsn, autocommit=True, options="-csearch_path=bench -cplan_cache_mode=force_generic_plan"
-    )
+    conn = psycopg.connect(dsn, autocommit=True, options="-csearch_path=bench -cplan_cache_mode=force_generic_plan")
     sql = (
         "SELECT item_id, vector FROM pair_embeddings WHERE version_id = %s AND user_id = %s AND expires_at > %s"
         " AND item_id + 0 = ANY(%s)"
@@ -261,8 +292,11 @@ def read_latencies(
     )
     a2a = np.mean([store.read_tiers(version, u, items, t).a2a_mask.mean() for u, items in reqs[:50]])
     return {
-        "read_p50": np.percentile(read, 50), "read_p99": np.percentile(read, 99),
-        "floor_p50": np.percentile(floor, 50), "floor_p99": np.percentile(floor, 99), "a2a_share": a2a,
+        "read_p50": np.percentile(read, 50),
+        "read_p99": np.percentile(read, 99),
+        "floor_p50": np.percentile(floor, 50),
+        "floor_p99": np.percentile(floor, 99),
+        "a2a_share": a2a,
     }
 
 

@@ -52,7 +52,9 @@ def _request(params: dict[str, Any]) -> Any:
     tags=["solaris", "evaluation"],
     doc_md=__doc__,
     params={
-        "preset": Param("tiny", type=["null", "string"], description="synthetic world per seed (tiny|default|churn|plain|large)"),
+        "preset": Param(
+            "tiny", type=["null", "string"], description="synthetic world per seed (tiny|default|churn|plain|large)"
+        ),
         "world": Param(None, type=["null", "string"], description="or: a world under SOLARIS_DATA_DIR/worlds"),
         "seeds": Param([0], type="array", items={"type": "integer", "minimum": 0}, minItems=1),
         "top_fraction": Param(**airflow_param("top_fraction")),
@@ -64,7 +66,9 @@ def _request(params: dict[str, Any]) -> Any:
             description="FM refresh while the log replays: daily (production's cadence) or none (ablation: frozen FM)",
         ),
         "sweep": Param(True, type="boolean", description="also sweep top_fraction 0.05 / 0.1 / 0.2 / 0.4"),
-        "speculation": Param(True, type="boolean", description="also compare the verifier and budget selectors at equal FM calls"),
+        "speculation": Param(
+            True, type="boolean", description="also compare the verifier and budget selectors at equal FM calls"
+        ),
     },
 )
 def solaris_replay() -> None:

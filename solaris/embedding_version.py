@@ -27,9 +27,7 @@ class EmbeddingVersionParts(NamedTuple):
     dtype: str
 
 
-def embedding_version(
-    fm_version: str | int, ae_version: str | int, code_dim: int, dtype: str = DEFAULT_DTYPE
-) -> str:
+def embedding_version(fm_version: str | int, ae_version: str | int, code_dim: int, dtype: str = DEFAULT_DTYPE) -> str:
     """The id of the embeddings an FM/AE pair makes; each part is checked, so every id parses back."""
     for name, value in (("fm_version", str(fm_version)), ("ae_version", str(ae_version))):
         if not value or not value.replace(".", "").replace("_", "").isalnum():

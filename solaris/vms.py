@@ -53,7 +53,9 @@ class VMSpec:
         if self.positions is not None:
             lo, hi = self.positions
             if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi):
-                raise VMConfigError(f"VM {self.name}: positions {list(self.positions)} must be [first, last], 0 <= first <= last")
+                raise VMConfigError(
+                    f"VM {self.name}: positions {list(self.positions)} must be [first, last], 0 <= first <= last"
+                )
 
     @property
     def registered_name(self) -> str:

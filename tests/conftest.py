@@ -65,8 +65,8 @@ def s3_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import urllib.parse
 
     import pyarrow.fs
-
     from local_service import serving
+
     from solaris.ops.health import free_ports
 
     port = free_ports("127.0.0.1", 1)[0]
@@ -120,17 +120,17 @@ def make_store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, World, TrainReport]:
     """``train_all`` on the tiny world, registered in its own MLflow store; FM, AE and VM are @champion, and
-so is a demand model trained on the world's last day (the budget selector, the default, needs one).
+    so is a demand model trained on the world's last day (the budget selector, the default, needs one).
 
-    Tests that move aliases must put them back: the tracking, precompute and DAG tests all share it.
+        Tests that move aliases must put them back: the tracking, precompute and DAG tests all share it.
     """
+    from solaris.data.eventlog import EventLog
     from solaris.data.synthetic import PRESETS, generate_world
     from solaris.models.training import FitConfig
-    from solaris.data.eventlog import EventLog
     from solaris.precompute.params import PrecomputeParams
-    from solaris.training.demand_fit import DemandPlan
     from solaris.tracking import registry
     from solaris.training.demand import train_demand_job
+    from solaris.training.demand_fit import DemandPlan
     from solaris.training.jobs import TrainPlan, World, train_all
 
     home = tmp_path_factory.mktemp("solaris")
@@ -158,6 +158,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
             if report.when in ("call", "setup") and "postgres" in report.keywords:
                 if outcome != "passed" or report.when == "call":
                     counts[outcome] += 1
-    terminalreporter.write_line(
-        "postgres tests: {passed} passed, {failed} failed, {skipped} skipped".format(**counts)
-    )
+    terminalreporter.write_line("postgres tests: {passed} passed, {failed} failed, {skipped} skipped".format(**counts))

@@ -15,11 +15,11 @@ import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from mlflow import MlflowClient
 from mlflow.tracking import fluent
 from mlflow.tracking._model_registry import utils as registry_utils
 from mlflow.tracking._tracking_service import utils as tracking_utils
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.tracking import registry
 

@@ -7,10 +7,10 @@ import copy
 import os
 from pathlib import Path
 
-import mlflow
 import pytest
-from mlflow import MlflowClient
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.models.features import fm_matrix
 from solaris.store import FeatureStore

@@ -9,7 +9,10 @@ import pytest
 from solaris.cli import main
 
 CASES = {
-    "main, unknown preset": (["main", "--preset", "nope"], "--preset 'nope': choose one of tiny, default, churn, plain, large"),
+    "main, unknown preset": (
+        ["main", "--preset", "nope"],
+        "--preset 'nope': choose one of tiny, default, churn, plain, large",
+    ),
     "main, no hours": (["main", "--hours", "0"], "--hours must be at least 1, got 0"),
     "main, no shards": (["main", "--shards", "0"], r"shards must be in [1, 64], got 0"),
     "serve, no workers": (["serve", "--workers", "0"], "--workers must be at least 1, got 0"),
@@ -26,12 +29,14 @@ CASES = {
     "train, unknown variant": (["train", "vm", "--variant", "nope"], "--variant 'nope': choose one of"),
     "data generate, unknown preset": (["data", "generate", "--preset", "nope"], "--preset 'nope'"),
     "data generate, prefix past the span": (
-        ["data", "generate", "--preset", "tiny", "--hours", "73"], "hours=73 must lie in [1, 72]"
+        ["data", "generate", "--preset", "tiny", "--hours", "73"],
+        "hours=73 must lie in [1, 72]",
     ),
     "data live, no world": (["data", "live", "--name", "absent"], "is not an event log"),
     "data profile, no world": (["data", "profile", "absent"], "no world 'absent' under"),
     "data profile, TTL out of bounds": (
-        ["data", "profile", "absent", "--ttl-hours", "49"], "ttl_hours must be in [1, 48]"
+        ["data", "profile", "absent", "--ttl-hours", "49"],
+        "ttl_hours must be in [1, 48]",
     ),
     "data live, a clock too fast": (["data", "live", "--hour-seconds", "0.1"], "hour_seconds must be at least 1"),
 }

@@ -37,8 +37,8 @@ def test_a_file_declares_the_models_in_its_order_the_first_leading(tmp_path: Pat
     [
         ('[vm.ctr]\nlabel = "revenue"\n', "VM ctr: label 'revenue' is not one of click, conversion"),
         ('[vm.Top]\nlabel = "click"\n', "VM name 'Top': expected lower-case letters"),
-        ('[vm.top]\npositions = [3, 1]\n', r"VM top: positions \[3, 1\] must be \[first, last\]"),
-        ('[vm.top]\npositions = [3]\n', r"\[vm.top\] positions = \[3\]: expected \[first, last\]"),
+        ("[vm.top]\npositions = [3, 1]\n", r"VM top: positions \[3, 1\] must be \[first, last\]"),
+        ("[vm.top]\npositions = [3]\n", r"\[vm.top\] positions = \[3\]: expected \[first, last\]"),
         ('[vm.top]\nlable = "click"\n', r"\[vm.top\] has unknown keys \['lable'\]"),
         ('[model.ctr]\nlabel = "click"\n', r"declares no \[vm.<name>\] table"),
         ("[vm.ctr\n", "not valid TOML"),
@@ -68,7 +68,8 @@ def test_a_vm_whose_label_the_log_never_has_is_left_out_with_why() -> None:
     """MovieLens has ratings (clicks) and no conversion: its replay judges the click model only."""
     assert learnable(DEFAULT_VMS, {"clicks": 5, "conversions": 3}) == (DEFAULT_VMS, {})
     assert learnable(DEFAULT_VMS, {"clicks": 5, "conversions": 0}) == (
-        DEFAULT_VMS[:1], {"cvr": "the log holds no conversion"}
+        DEFAULT_VMS[:1],
+        {"cvr": "the log holds no conversion"},
     )
     with pytest.raises(VMConfigError, match=r"the lead VM ctr \(click\) cannot be learned: the log holds no click"):
         learnable(DEFAULT_VMS, {"conversions": 3})

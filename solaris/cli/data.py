@@ -61,7 +61,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--conversion", help="conversion column, 0/1 (default: all 0)")
     imp.add_argument("--user-feature", action="append", default=[], help="categorical user column (repeatable)")
     imp.add_argument("--item-feature", action="append", default=[], help="categorical item column (repeatable)")
-    imp.add_argument("--on-duplicate", choices=("drop", "error"), default="drop", help="an item twice in one request (one user-hour without --request-id)")
+    imp.add_argument(
+        "--on-duplicate",
+        choices=("drop", "error"),
+        default="drop",
+        help="an item twice in one request (one user-hour without --request-id)",
+    )
     imp.add_argument(
         "--session-gap-minutes", type=float, metavar="N",
         help="without --request-id: a gap of more than N minutes between a user's consecutive events starts a "
@@ -119,18 +124,24 @@ def generate(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
     from solaris.data.synthetic import generate_world, preset
 
-    config = preset(args.preset).with_seed(args.seed).with_overrides(
-        n_users=args.users,
-        n_items=args.items,
-        days=args.days,
-        requests_per_user_day=args.requests_per_user_day,
-        n_candidates=args.candidates,
-        n_shown=args.shown,
-        pool_size=args.pool_size,
-        start=_parse_start(args.start),
+    config = (
+        preset(args.preset)
+        .with_seed(args.seed)
+        .with_overrides(
+            n_users=args.users,
+            n_items=args.items,
+            days=args.days,
+            requests_per_user_day=args.requests_per_user_day,
+            n_candidates=args.candidates,
+            n_shown=args.shown,
+            pool_size=args.pool_size,
+            start=_parse_start(args.start),
+        )
     )
     settings = get_settings()
-    log = generate_world(config, settings.world_dir(args.name), overwrite=args.overwrite, progress=True, hours=args.hours)
+    log = generate_world(
+        config, settings.world_dir(args.name), overwrite=args.overwrite, progress=True, hours=args.hours
+    )
     print(json.dumps(log.summary(), indent=2))
     return 0
 
@@ -174,8 +185,13 @@ def run_live_traffic(args: argparse.Namespace) -> int:
         run_with_load(world, clock, stop, args.ranker, totals, on_hour=wrote, on_tick=tick, on_sent=sent)
     finally:
         mlflow_hours.close()
-    load = f"; requests sent {totals.sent}: {totals.answered} ranked, {totals.not_ready} not ready, {totals.failed} failed"
-    print(f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()}){load if args.ranker else ''}", flush=True)
+    load = (
+        f"; requests sent {totals.sent}: {totals.answered} ranked, {totals.not_ready} not ready, {totals.failed} failed"
+    )
+    print(
+        f"stopped at {world.end.isoformat()} (horizon {world.horizon.isoformat()}){load if args.ranker else ''}",
+        flush=True,
+    )
     return 0
 
 
@@ -299,6 +315,7 @@ def _world_folder(world: str, settings: Settings) -> Path:
         there = f"worlds there: {', '.join(names)}" if names else "none there"
         raise FileNotFoundError(f"no world {world!r} under {settings.worlds_dir} ({there}); pass a name or a folder")
     return folder
+
 
 def show_id(args: argparse.Namespace) -> int:
     """One id both ways, as JSON; an id the world's map lacks is an error naming the world."""

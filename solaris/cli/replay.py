@@ -13,7 +13,9 @@ from solaris.precompute.params import cli_option
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="replay an event log hour by hour and report what SOLARIS transfers")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--preset", help="generate this synthetic world per seed (tiny|default|churn|plain|large; default tiny)")
+    source.add_argument(
+        "--preset", help="generate this synthetic world per seed (tiny|default|churn|plain|large; default tiny)"
+    )
     source.add_argument("--world", help="a world already under SOLARIS_DATA_DIR/worlds (e.g. imported MovieLens)")
     source.add_argument("--log", type=Path, help="an event log folder")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one replay per seed (world and training)")

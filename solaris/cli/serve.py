@@ -10,10 +10,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-candidates", type=int, default=1000, help="most candidates one request may carry")
-    serve.add_argument("--store-timeout-ms", type=float, default=50.0, help="slower store reads are served as tier none")
-    serve.add_argument("--poll-seconds", type=float, default=30.0, help="how often to check each VM's solaris-vm-<name>@champion")
     serve.add_argument(
-        "--max-body-bytes", type=int, default=1 << 20, help="larger request bodies are answered 413 unread (default 1 MiB)"
+        "--store-timeout-ms", type=float, default=50.0, help="slower store reads are served as tier none"
+    )
+    serve.add_argument(
+        "--poll-seconds", type=float, default=30.0, help="how often to check each VM's solaris-vm-<name>@champion"
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1 << 20,
+        help="larger request bodies are answered 413 unread (default 1 MiB)",
     )
     serve.add_argument("--no-served-log", action="store_true", help="do not log features as served")
     serve.add_argument(

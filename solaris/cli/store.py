@@ -77,9 +77,7 @@ def show_stats(args: argparse.Namespace) -> int:
     with _initialised_store() as store:
         store.get_embedding_version(args.version)
         stats = store.stats(args.version, at)
-    report = {
-        table: asdict(s) | {"fresh_share": round(s.fresh_share, 4)} for table, s in stats.items()
-    }
+    report = {table: asdict(s) | {"fresh_share": round(s.fresh_share, 4)} for table, s in stats.items()}
     print(json.dumps({"version": args.version, "at": at.isoformat(), "tables": report}, indent=2, default=str))
     return 0
 

@@ -7,8 +7,8 @@ import argparse
 import json
 from datetime import datetime
 
-from solaris.precompute.params import cli_option
 from solaris.models.limits import EPOCHS
+from solaris.precompute.params import cli_option
 from solaris.vms import registered_name
 
 
@@ -38,9 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     flag, options = cli_option("ttl_hours")
     demand.add_argument(flag, **options)
     demand.set_defaults(handler=demand_)
-    tsub.add_parser("all", parents=[common], help="FM, AE, every configured VM, promotion gate, demand model").set_defaults(
-        handler=all_
-    )
+    tsub.add_parser(
+        "all", parents=[common], help="FM, AE, every configured VM, promotion gate, demand model"
+    ).set_defaults(handler=all_)
 
 
 def _plan(args: argparse.Namespace, device: str):  # noqa: ANN202 - heavy types imported lazily

@@ -108,9 +108,7 @@ def read_range(
     """Rows with ``start <= ts < end``, opening only the partitions of those hours."""
     start, end = as_utc(start), as_utc(end)
     files = [
-        str(f)
-        for hour in hours_between(start, end)
-        for f in sorted(partition_dir(dataset_dir, hour).glob("*.parquet"))
+        str(f) for hour in hours_between(start, end) for f in sorted(partition_dir(dataset_dir, hour).glob("*.parquet"))
     ]
     if not files:
         return schema.empty_table().select(columns or schema.names)

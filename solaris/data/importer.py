@@ -394,6 +394,13 @@ def import_file(
     source = read_source(Path(path), mapping.columns(), fmt)
     origin = str(Path(path).resolve())
     return import_source(
-        source, target, mapping, origin=origin, name=name, on_duplicate=on_duplicate, time_scale=time_scale,
-        session_gap_minutes=session_gap_minutes, overwrite=overwrite,
+        source,
+        target,
+        mapping,
+        origin=origin,
+        name=name,
+        on_duplicate=on_duplicate,
+        time_scale=time_scale,
+        session_gap_minutes=session_gap_minutes,
+        overwrite=overwrite,
     )

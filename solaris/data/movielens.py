@@ -139,6 +139,12 @@ def import_movielens_100k(
         raise MovieLensUnavailable(f"{wheel}: no such file (expected {WHEEL_NAME})")
     # The dataset has no duplicate ratings; any would mean a corrupted file, so they are refused.
     return import_source(
-        load_source(wheel), target, MAPPING, origin=SOURCE_NAME, name=name, on_duplicate="error",
-        time_scale=time_scale, overwrite=overwrite,
+        load_source(wheel),
+        target,
+        MAPPING,
+        origin=SOURCE_NAME,
+        name=name,
+        on_duplicate="error",
+        time_scale=time_scale,
+        overwrite=overwrite,
     )

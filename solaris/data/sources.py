@@ -54,9 +54,7 @@ class Source:
 def read_csv_source(data: Path | IO[bytes], name: str, columns: list[str], sep: str = ",") -> Source:
     """Read every field as text so that parsing, and its errors, stay ours rather than pandas' guesses."""
     try:
-        frame = pd.read_csv(
-            data, sep=sep, dtype=str, keep_default_na=False, na_values=[""], skip_blank_lines=False
-        )
+        frame = pd.read_csv(data, sep=sep, dtype=str, keep_default_na=False, na_values=[""], skip_blank_lines=False)
     except pd.errors.EmptyDataError:
         raise LogImportError(f"{name}: the file is empty (no header line)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:

@@ -46,8 +46,7 @@ def user_aggregates(
         raise ValueError(f"pair_vectors must be 2-D [pairs, dim], got shape {vectors.shape}")
     if not (len(users) == len(vectors) == len(created)):
         raise ValueError(
-            f"pair arrays differ in length: user_ids {len(users)}, vectors {len(vectors)}, "
-            f"created_at {len(created)}"
+            f"pair arrays differ in length: user_ids {len(users)}, vectors {len(vectors)}, created_at {len(created)}"
         )
     if window_hours <= 0:
         raise ValueError(f"window_hours must be positive, got {window_hours}")
@@ -63,4 +62,3 @@ def user_aggregates(
     sums = np.add.reduceat(vectors[order].astype(np.float64), starts, axis=0)
     counts = np.diff(np.r_[starts, len(users)])
     return users[starts], (sums / counts[:, None]).astype(np.float32), counts.astype(np.int64)
-

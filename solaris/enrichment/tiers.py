@@ -45,7 +45,10 @@ def tier_values(read: TierBatchRead) -> dict[str, tuple[np.ndarray, np.ndarray]]
 def presence(read: TierBatchRead) -> dict[str, np.ndarray]:
     """Per tier of :data:`FED_BY`, which rows it has a value for (``pair``: the user's own code only)."""
     return {
-        "pair": read.pair_mask, "a2a": read.a2a_mask, "agg": read.user_agg_mask, "knn": read.knn_mask,
+        "pair": read.pair_mask,
+        "a2a": read.a2a_mask,
+        "agg": read.user_agg_mask,
+        "knn": read.knn_mask,
         "cohort": read.cohort_mask,
     }
 

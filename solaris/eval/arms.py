@@ -8,8 +8,8 @@ the main run (they read no store, so every arm would give them the same events).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any

@@ -23,7 +23,7 @@ from solaris.eval.spans import ReplaySpans
 from solaris.serving.champion import ServingModel, load_serving_model
 from solaris.tracking import registry
 from solaris.tracking.promotion import await_shadow
-from solaris.training.jobs import TrainPlan, TrainReport, Trained, World
+from solaris.training.jobs import Trained, TrainPlan, TrainReport, World
 from solaris.training.refresh import refresh_ae, refresh_fm, register_successor_vm
 
 FIRST_VERSION_MIN_HOURS = 4  # the training span's version serves at least these logging hours
@@ -76,7 +76,9 @@ def first_chain(settings: Settings, trained: TrainReport, hour: datetime) -> Cha
     return Chain(trained.fm, trained.ae, load_serving_model(client, lead.vm_name, lead.vm), hour)
 
 
-def start_shadow(settings: Settings, log_root: Path, chain: Chain, at: datetime, plan: TrainPlan, valid_hours: int) -> Chain:
+def start_shadow(
+    settings: Settings, log_root: Path, chain: Chain, at: datetime, plan: TrainPlan, valid_hours: int
+) -> Chain:
     """Refresh the FM and AE on the hours before ``at`` and make their chain the one written in shadow from
     ``at``; the returned chain serves only once the shadow gate promotes it (:func:`promoted`)."""
     client = registry.connect(settings)

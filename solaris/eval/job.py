@@ -8,13 +8,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import mlflow
-
 from solaris.config import Settings
 from solaris.eval import report as render
-from solaris.eval.figures import ReplayReport
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, VM_SEEDS, check_fm_refresh
 from solaris.eval.arms import mean_coverage
+from solaris.eval.figures import ReplayReport
 from solaris.eval.judging import VMTraining
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, VM_SEEDS, check_fm_refresh
 from solaris.eval.replay import ReplayConfig, run_replay
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
@@ -52,7 +51,9 @@ class ReplayRequest:
         if not self.seeds:
             raise ValueError("a replay needs at least one seed")
         PrecomputeParams(  # bounds, named on error
-            top_fraction=self.top_fraction, ttl_hours=self.ttl_hours, cohorts=self.cohorts,
+            top_fraction=self.top_fraction,
+            ttl_hours=self.ttl_hours,
+            cohorts=self.cohorts,
             cohort_items=self.cohort_items,
         )
 
@@ -75,7 +76,9 @@ def log_root(settings: Settings, request: ReplayRequest, seed: int) -> Path:
     return root
 
 
-def replay_config(settings: Settings, request: ReplayRequest, seed: int, base: ReplayConfig = ReplayConfig()) -> ReplayConfig:
+def replay_config(
+    settings: Settings, request: ReplayRequest, seed: int, base: ReplayConfig = ReplayConfig()
+) -> ReplayConfig:
     return replace(
         base,
         seed=seed,
@@ -137,7 +140,14 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, EXPERIMENT))
     eval_hours = [h for h in report.hours if h.span == "eval"]
     with mlflow.start_run(run_name=f"replay-{report.world}-seed{report.seed}"):
-        mlflow.log_params({"world": report.world, "seed": report.seed, **report.protocol, **{f"span_{k}": v for k, v in report.spans.items()}})
+        mlflow.log_params(
+            {
+                "world": report.world,
+                "seed": report.seed,
+                **report.protocol,
+                **{f"span_{k}": v for k, v in report.spans.items()},
+            }
+        )
         for m in report.models:
             key = _metric_name(m.name)
             mlflow.log_metrics({f"ne_{key}": m.ne, f"auc_{key}": m.auc, f"log_loss_{key}": m.log_loss})

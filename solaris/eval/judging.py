@@ -54,7 +54,9 @@ class VMTraining:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"VM training seeds must be distinct and at least one, got {self.seeds}")
         if self.valid_hours < 1 or not 0.0 <= self.valid_share < 1.0:
-            raise ValueError(f"validation needs at least one hour and a share in [0, 1), got {self.valid_hours}, {self.valid_share}")
+            raise ValueError(
+                f"validation needs at least one hour and a share in [0, 1), got {self.valid_hours}, {self.valid_share}"
+            )
         if self.start not in STARTS:
             raise ValueError(f"VM training start {self.start!r}: choose one of {', '.join(STARTS)}")
 
@@ -96,7 +98,11 @@ def judge_vm(
     logging, events = calibrated(logging), calibrated(evaluation)
     runs = [refresh_variants(training, first_stage, logging, serving_from, version, seed) for seed in training.seeds]
     refreshed = {v.name: [run[v.name] for run in runs] for v in VARIANTS}
-    probs = {FM: events.fm_prob, FM_HOURLY: events.fm_prob_hourly, FM_HOURLY_POSITIONED: events.fm_prob_hourly_positioned}
+    probs = {
+        FM: events.fm_prob,
+        FM_HOURLY: events.fm_prob_hourly,
+        FM_HOURLY_POSITIONED: events.fm_prob_hourly_positioned,
+    }
     probs |= {name: np.stack([predict(variant(name), m, events) for m in models]) for name, models in refreshed.items()}
     return JudgedVM(events, refreshed, probs, score_models(events.label, events.requests, probs, bootstrap_seed))
 
@@ -118,7 +124,9 @@ def refresh_variants(
     own_hours = logging.select(before_cut & (logging.hours >= hour_index(serving_from)))
     valid = logging.select(~before_cut)
     if not len(own_hours) or not len(valid):
-        raise ValueError("the served hours before the eval span are too few to hold the validation hours and training hours")
+        raise ValueError(
+            "the served hours before the eval span are too few to hold the validation hours and training hours"
+        )
     fit = replace(training.fit, seed=seed)
     base, _ = refresh(variant(VM_BASE), first_stage[BASE_VARIANT], every_hour, valid, fit, version)
     found = {VM_BASE: base}
@@ -141,7 +149,9 @@ def validation_start(hours: np.ndarray, at_least: int, share: float) -> int:
     distinct, counts = np.unique(hours, return_counts=True)
     held = np.cumsum(counts[::-1])  # rows in the last 1, 2, ... hours
     enough = int(np.argmax(held >= share * held[-1])) + 1 if len(held) else 0
-    return int(distinct[::-1][max(enough, at_least) - 1]) if len(distinct) >= max(enough, at_least) else int(hours.min())
+    return (
+        int(distinct[::-1][max(enough, at_least) - 1]) if len(distinct) >= max(enough, at_least) else int(hours.min())
+    )
 
 
 def calibration(own: ServedEvents) -> Callable[[ServedEvents], ServedEvents]:

@@ -19,15 +19,15 @@ import numpy as np
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
+from solaris.enrichment.tiers import PAIR, cumulative_coverage, marginal_coverage
 from solaris.eval.events import SERVED_COLUMNS
 from solaris.eval.figures import HourFigures
 from solaris.models.features import pair_key, segment_searchsorted, ts_micros
 from solaris.precompute import quality
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.run_files import code_log_of
 from solaris.precompute.run import run_hour
+from solaris.precompute.run_files import code_log_of
 from solaris.serving import Ranker, Served
-from solaris.enrichment.tiers import PAIR, cumulative_coverage, marginal_coverage
 from solaris.store.base import FeatureStore
 from solaris.store.codec import MICROS_PER_HOUR, from_micros
 
@@ -142,7 +142,9 @@ def efficiency(store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime
     }  # fmt: skip
 
 
-def staleness_hours(codes_log: CodeLog, hour: datetime, pairs: ServedPairs, served: Served, ttl_hours: int) -> np.ndarray:
+def staleness_hours(
+    codes_log: CodeLog, hour: datetime, pairs: ServedPairs, served: Served, ttl_hours: int
+) -> np.ndarray:
     """Age, at serving time, of each pair embedding served: the latest code written for the pair at or
     before the request (rows are written on hour boundaries, and a pair is re-embedded only once stale)."""
     on_pair = served.tiers == PAIR

@@ -23,13 +23,19 @@ from solaris.eval import loop
 from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
 from solaris.eval.ceiling import known_user_share
 from solaris.eval.events import ServedEvents, concat, hour_index, served_events
-from solaris.eval.figures import SWEEP_FRACTIONS, Cohort, ModelScore, ReplayReport, SweepPoint, TierContribution, VMFigures
+from solaris.eval.figures import (
+    SWEEP_FRACTIONS,
+    Cohort,
+    ReplayReport,
+    SweepPoint,
+    TierContribution,
+)
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
+from solaris.eval.judging import JudgedVM, VMTraining, judge_vm
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, check_fm_refresh, protocol
 from solaris.eval.scoring import score_cohorts, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
-from solaris.eval.judging import JudgedVM, VMTraining, judge_vm
 from solaris.eval.variants import TIER_STEPS
 from solaris.models.fm import FoundationModel
 from solaris.models.splits import Span
@@ -42,6 +48,7 @@ from solaris.training.jobs import TrainPlan, TrainReport, World, train_all
 from solaris.vms import VMSpec, dump_vms, learnable
 
 T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class ReplayConfig:
@@ -115,19 +122,30 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     chains = [first_chain(replay.settings, trained, spans.logging.start)]
     refreshes = refresh_hours(spans, config.fm_refresh, config.shadow_hours)
     with open_configured_store(replay.settings, init=True) as store:
-        ranker = Ranker(store, chains[0].serving, ServedLog(served_dir(replay.settings.served_root, chains[0].serving.pinned.vm_name)))
+        ranker = Ranker(
+            store,
+            chains[0].serving,
+            ServedLog(served_dir(replay.settings.served_root, chains[0].serving.pinned.vm_name)),
+        )
         logged, shadow = [], None
         for span in _logging_segments(spans, refreshes, config.shadow_hours):
             if span.start in refreshes:  # the next version is written in shadow through this segment
-                shadow = replay.phase(f"refresh FM at {span.start:%Y-%m-%d %H}:00, in shadow", lambda: _shadow(replay, chains[-1], span.start))
+                shadow = replay.phase(
+                    f"refresh FM at {span.start:%Y-%m-%d %H}:00, in shadow",
+                    lambda: _shadow(replay, chains[-1], span.start),
+                )
             elif shadow is not None:
                 if (serving := promoted(replay.settings, shadow, span.start)) is not None:
                     chains.append(serving)
                     ranker.use(serving.serving)
                 elif config.progress:
-                    print(f"[replay] the shadow gate refused FM {shadow.fm.version}: FM {chains[-1].fm.version} serves on")
+                    print(
+                        f"[replay] the shadow gate refused FM {shadow.fm.version}: FM {chains[-1].fm.version} serves on"
+                    )
                 shadow = None
-            logged += replay.phase(f"logging span from {span.start:%Y-%m-%d %H}:00", lambda: _replay_span(replay, ranker, span, "logging")).figures
+            logged += replay.phase(
+                f"logging span from {span.start:%Y-%m-%d %H}:00", lambda: _replay_span(replay, ranker, span, "logging")
+            ).figures
         evaluated = replay.phase("eval span", lambda: _replay_span(replay, ranker, spans.eval, "eval"))
         ranker.close()
     serving = chains[-1]
@@ -172,7 +190,9 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         replay.phase("demand model for the selector arms", lambda: train_arms_demand(
             replay.settings, log, arms, serving.first_serving_hour, config.ttl_hours, config.seed))  # fmt: skip
         params = config.precompute_params(config.top_fraction)
-        speculation = replay.phase("selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params))
+        speculation = replay.phase(
+            "selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params)
+        )
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,
@@ -198,7 +218,9 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
 
 def _logging_segments(spans: ReplaySpans, refreshes: list[datetime], shadow_hours: int) -> list[Span]:
     """The logging span cut where each new FM version's shadow starts and where it starts serving."""
-    edges = sorted({spans.logging.start, spans.logging.end, *refreshes, *(at + shadow_hours * HOUR for at in refreshes)})
+    edges = sorted(
+        {spans.logging.start, spans.logging.end, *refreshes, *(at + shadow_hours * HOUR for at in refreshes)}
+    )
     return [Span(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
@@ -233,7 +255,9 @@ def _train(replay: Replay) -> TrainReport:
 
 def _replay_span(replay: Replay, ranker: Ranker, span: Span, label: str) -> loop.SpanRun:
     params = replay.config.precompute_params(replay.config.top_fraction)
-    return loop.replay_hours(replay.settings, hours_between(span.start, span.end), span.start, params, ranker, label, replay.config.progress)
+    return loop.replay_hours(
+        replay.settings, hours_between(span.start, span.end), span.start, params, ranker, label, replay.config.progress
+    )
 
 
 def _details(

@@ -148,6 +148,10 @@ def score_cohorts(
     for name, mask in cohorts.items():
         n = int(mask.sum())
         scorable = n >= MIN_COHORT_EVENTS and 0 < labels[mask].sum() < n
-        models = score_models(labels[mask], requests[mask], {k: p[..., mask] for k, p in probs.items()}, seed) if scorable else []
+        models = (
+            score_models(labels[mask], requests[mask], {k: p[..., mask] for k, p in probs.items()}, seed)
+            if scorable
+            else []
+        )
         found.append(Cohort(name, n / max(len(labels), 1), n, models))
     return found

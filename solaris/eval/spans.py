@@ -29,7 +29,9 @@ class ReplaySpans:
         short = {name: n for name, n in counts.items() if n < MIN_HOURS[name]}
         if short:
             needed = ", ".join(f"{name} {MIN_HOURS[name]}" for name in short)
-            raise ValueError(f"event log {log.root} has {len(hours)} hours: too few for a replay (at least {needed} hours)")
+            raise ValueError(
+                f"event log {log.root} has {len(hours)} hours: too few for a replay (at least {needed} hours)"
+            )
         edges = [hours[0], hours[n_train], hours[n_train + n_logging], log.end]
         return cls(Span(edges[0], edges[1]), Span(edges[1], edges[2]), Span(edges[2], edges[3]))
 

@@ -19,12 +19,12 @@ from solaris.data.hourly import HOUR
 from solaris.eval.arms import Arms, efficiency, mean_coverage
 from solaris.eval.figures import HourFigures, ModelScore, SpeculationPoint
 from solaris.precompute.params import PrecomputeParams
+from solaris.serving.servedlog import served_dir
+from solaris.tracking import registry
 from solaris.training.demand import DemandDecision, train_demand_job
 from solaris.training.demand_fit import DemandPlan
 from solaris.training.demand_gains import served_gains
-from solaris.serving.servedlog import served_dir
 from solaris.vms import choose
-from solaris.tracking import registry
 
 SPECULATION_FRACTIONS = (0.1, 0.2, 0.4)  # the verifier's budgets; each also sets a budget arm's fm_budget
 THIRD = 3  # the default verifier's calls are also divided by this for one more budget arm

@@ -117,4 +117,3 @@ def refresh(
 def predict(v: Variant, model: VerticalModel, events: ServedEvents) -> np.ndarray:
     """The variant's probability of the events' label, from the inputs it may see."""
     return score(model, inputs(v, events, model.config.code_dim))
-

@@ -19,7 +19,6 @@ from solaris.live.load import LoadStats
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
-
     from solaris.config import Settings
 
 logger = logging.getLogger(__name__)

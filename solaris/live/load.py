@@ -71,7 +71,12 @@ def rank_bodies(requests: pa.Table) -> Iterator[tuple[datetime, dict[str, object
     repeated id: the API refuses duplicates), ``at`` its own time."""
     ts = requests["ts"].to_pylist()
     for k, (request_id, user, candidates) in enumerate(
-        zip(requests["request_id"].to_pylist(), requests["user_id"].to_pylist(), requests["candidates"].to_pylist(), strict=True)
+        zip(
+            requests["request_id"].to_pylist(),
+            requests["user_id"].to_pylist(),
+            requests["candidates"].to_pylist(),
+            strict=True,
+        )
     ):
         items = np.asarray(candidates, np.int64)
         distinct = items[np.sort(np.unique(items, return_index=True)[1])]

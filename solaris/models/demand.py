@@ -74,5 +74,7 @@ def predict(model: DemandModel, features: np.ndarray, batch_size: int = 262_144)
         raise ValueError(f"demand model expects {len(model.config.features)} features, got shape {features.shape}")
     model = model.cpu().eval()
     with torch.inference_mode():
-        parts = [model(torch.as_tensor(features[s : s + batch_size])).numpy() for s in range(0, len(features), batch_size)]
+        parts = [
+            model(torch.as_tensor(features[s : s + batch_size])).numpy() for s in range(0, len(features), batch_size)
+        ]
     return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)

@@ -100,9 +100,7 @@ class History:
     gap: np.ndarray  # (n, N) float32, log1p(hours between the past impression and the query)
 
     def matrix(self) -> np.ndarray:
-        return np.concatenate(
-            [self.item.astype(np.float32), self.click, self.conv, self.gap], axis=1, dtype=np.float32
-        )
+        return np.concatenate([self.item.astype(np.float32), self.click, self.conv, self.gap], axis=1, dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -273,6 +271,4 @@ def pair_matrix(
 
 def labels(impressions: pa.Table) -> np.ndarray:
     """(n, 2) float32: click, conversion."""
-    return np.stack(
-        [impressions["click"].to_numpy(), impressions["conversion"].to_numpy()], axis=1
-    ).astype(np.float32)
+    return np.stack([impressions["click"].to_numpy(), impressions["conversion"].to_numpy()], axis=1).astype(np.float32)

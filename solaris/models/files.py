@@ -20,22 +20,29 @@ from safetensors.torch import save_file
 from torch import nn
 
 from solaris.models.autoencoder import AEConfig, Autoencoder
+from solaris.models.demand import DemandConfig, DemandModel
 from solaris.models.features import IdTable
 from solaris.models.fm import FMConfig, FoundationModel
 from solaris.models.vm import VerticalModel, VMConfig
-from solaris.models.demand import DemandConfig, DemandModel
 
 SPEC_FILE, WEIGHTS_FILE = "spec.json", "weights.safetensors"
 FOLDER = "solaris_model"  # the folder that holds the two files among a logged model's artifacts
 FORMAT = 1
-KINDS: dict[str, type[nn.Module]] = {"fm": FoundationModel, "ae": Autoencoder, "vm": VerticalModel, "demand": DemandModel}
+KINDS: dict[str, type[nn.Module]] = {
+    "fm": FoundationModel,
+    "ae": Autoencoder,
+    "vm": VerticalModel,
+    "demand": DemandModel,
+}
 
 
 def save(model: nn.Module, folder: Path) -> None:
     """Write ``model``'s spec and weights into ``folder`` (created if missing)."""
     kind = next((k for k, cls in KINDS.items() if type(model) is cls), None)
     if kind is None:
-        raise TypeError(f"cannot save a {type(model).__name__}: not one of {', '.join(c.__name__ for c in KINDS.values())}")
+        raise TypeError(
+            f"cannot save a {type(model).__name__}: not one of {', '.join(c.__name__ for c in KINDS.values())}"
+        )
     spec: dict[str, Any] = {"format": FORMAT, "kind": kind, "config": dataclasses.asdict(model.config)}
     if kind in ("fm", "vm"):
         spec["side_features"] = {"user": list(model.user.names), "item": list(model.item.names)}

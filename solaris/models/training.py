@@ -24,7 +24,7 @@ from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.limits import EPOCHS
 from solaris.models.loader import minibatches, stream_impressions
 from solaris.models.splits import Span
-from solaris.models.vm import VMConfig, VerticalModel, from_base
+from solaris.models.vm import VerticalModel, VMConfig, from_base
 from solaris.models.vm_data import VMData
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -292,5 +292,7 @@ def refresh_vm(
         for x, y in minibatches(train, fit_config.batch_size, rng):
             yield _tensors(x, y)
 
-    result = fit(refreshed, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, desc, keep_start=keep_start)
+    result = fit(
+        refreshed, batches, vm_loss, lambda m: float(vm_loss(m, vx, vy)), fit_config, desc, keep_start=keep_start
+    )
     return refreshed, result

@@ -26,15 +26,22 @@ import numpy as np
 import pyarrow as pa
 
 from solaris.data.eventlog import EventLog
+from solaris.embedding_version import check_ae_fm, check_embedding_version, embedding_version
 from solaris.models.autoencoder import Autoencoder, compress
 from solaris.models.features import (
-    US_PER_HOUR, HistoryIndex, fm_matrix, hour_start_matrix, pair_key, segment_searchsorted, ts_micros, vm_base_matrix,
+    US_PER_HOUR,
+    HistoryIndex,
+    fm_matrix,
+    hour_start_matrix,
+    pair_key,
+    segment_searchsorted,
+    ts_micros,
+    vm_base_matrix,
 )
 from solaris.models.fm import FoundationModel, embed
 from solaris.models.loader import stream_impressions
 from solaris.models.splits import Span
 from solaris.models.vm import TIERS, VMConfig
-from solaris.embedding_version import check_ae_fm, check_embedding_version, embedding_version
 from solaris.vms import LABELS, VMSpec
 
 AGG_WINDOW = timedelta(hours=24)
@@ -189,7 +196,10 @@ def _select(every: dict[str, np.ndarray], span: Span, index: HistoryIndex, versi
     rows = {k: v[in_span] for k, v in every.items()}
     return VMData(
         base=vm_base_matrix(
-            rows["user"], rows["item"], rows["ts"], rows["position"],
+            rows["user"],
+            rows["item"],
+            rows["ts"],
+            rows["position"],
             index.served_exposure(rows["user"], rows["item"], rows["ts"]),
         ),
         labels=rows["labels"],

@@ -34,7 +34,12 @@ def report_json(report: HealthReport) -> dict[str, Any]:
         "champion": asdict(report.champion) if report.champion else None,
         "champion_note": report.champion_note,
         "vms": [
-            {"vm": c.vm, "model": registered_name(c.vm), "champion": asdict(c.chain) if c.chain else None, "note": c.note}
+            {
+                "vm": c.vm,
+                "model": registered_name(c.vm),
+                "champion": asdict(c.chain) if c.chain else None,
+                "note": c.note,
+            }
             for c in report.vms
         ],
         "versions": [_version(v) for v in report.versions],
@@ -48,9 +53,17 @@ def report_html(report: HealthReport) -> str:
     """The page; a run's non-zero degenerate-vector counts (its own or its shadow's) stand out among its counts:
     the FM gave vectors the hour had to leave out."""
     data = report_json(report)
-    return _environment().get_template("health.html").render(
-        report=data, sparks=sparklines(report.coverage), spark_width=SPARK_WIDTH, spark_height=SPARK_HEIGHT,
-        tiers=COVERAGE_TIERS, degenerate=DEGENERATE_PREFIX,
+    return (
+        _environment()
+        .get_template("health.html")
+        .render(
+            report=data,
+            sparks=sparklines(report.coverage),
+            spark_width=SPARK_WIDTH,
+            spark_height=SPARK_HEIGHT,
+            tiers=COVERAGE_TIERS,
+            degenerate=DEGENERATE_PREFIX,
+        )
     )
 
 

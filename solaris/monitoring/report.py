@@ -20,7 +20,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from mlflow import MlflowClient
-
 from solaris.enrichment.tiers import FED_BY
 from solaris.precompute.summary import COVERAGE, EXPERIMENT
 from solaris.store.base import FeatureStore, RunRecord, TableStats

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 HEARTBEAT_SCHEME = "file://"
 HEARTBEAT_S = 10.0  # a heartbeat older than this: the process is alive but stuck
 
+
 @dataclass(frozen=True)
 class Check:
     """A URL that answers 200 when the service is up; for Airflow, also the component that must be healthy.

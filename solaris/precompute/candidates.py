@@ -144,9 +144,7 @@ def _empty() -> pd.DataFrame:
     )
 
 
-def _shown(
-    table: pa.Table, start: datetime, config: CandidateConfig
-) -> tuple[_Shown, np.ndarray, np.ndarray]:
+def _shown(table: pa.Table, start: datetime, config: CandidateConfig) -> tuple[_Shown, np.ndarray, np.ndarray]:
     """Explode the requests' candidate lists; returns the rows, the likely users and the item ids."""
     ts = pc.cast(table["ts"], pa.int64()).to_numpy()
     user_ids = table["user_id"].to_numpy()

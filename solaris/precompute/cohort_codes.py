@@ -59,8 +59,14 @@ def write_cohort_codes(run: HourRun, settings: Settings, keys: np.ndarray, items
     """The codes as their cohorts' prototype users' pair codes, fresh for this hour only."""
     with open_configured_store(settings) as store:
         return store.write_pair_embeddings(
-            run.run_key, run.embedding_version, prototype_ids(keys), items, codes, np.zeros(len(items), np.float32),
-            run.interval_start, run.interval_end,
+            run.run_key,
+            run.embedding_version,
+            prototype_ids(keys),
+            items,
+            codes,
+            np.zeros(len(items), np.float32),
+            run.interval_start,
+            run.interval_end,
         )
 
 

@@ -44,9 +44,7 @@ def signed_up(log: EventLog, start: datetime, end: datetime) -> np.ndarray:
         return np.empty(0, np.int64)
     signup = users[SIGNUP_COLUMN]
     kind = signup.type
-    inside = pc.and_(
-        pc.greater_equal(signup, pa.scalar(start, type=kind)), pc.less(signup, pa.scalar(end, type=kind))
-    )
+    inside = pc.and_(pc.greater_equal(signup, pa.scalar(start, type=kind)), pc.less(signup, pa.scalar(end, type=kind)))
     return users["user_id"].filter(inside).to_numpy().astype(np.int64)
 
 

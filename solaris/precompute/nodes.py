@@ -26,20 +26,21 @@ from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
-from solaris.precompute.quality import INSTANT
-from solaris.precompute.ranking import pair_keys
-from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
-from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
-from solaris.precompute.selectors import SELECTORS
-from solaris.precompute.staging import Staging
-from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
-from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
-# The KNN, A2A, cohort and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
-from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
 from solaris.precompute.cohort_codes import cohorts
 from solaris.precompute.exposures import exposures  # noqa: F401  (a step)
+from solaris.precompute.params import PrecomputeParams
+from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
+from solaris.precompute.quality import INSTANT
+from solaris.precompute.ranking import pair_keys
+from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
+from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
+from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.shadow import shadow_coverage, shadow_gate, shadowed  # noqa: F401  (steps)
+
+# The KNN, A2A, cohort and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
+from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
+from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
+from solaris.precompute.staging import Staging
 from solaris.store import FeatureStore, open_configured_store
 from solaris.store.validate import finite_rows
 
@@ -84,8 +85,8 @@ def resolve(
 ) -> Meta:
     """Pin the lead VM's @champion chain (and the demand model's, for the budget selector) once for the whole run, and
     the chain awaiting promotion for the shadow steps; register their embedding versions, open the run record."""
-    from solaris.tracking import registry
     from solaris.embedding_version import parse_embedding_version
+    from solaris.tracking import registry
 
     with timed({}) as meta:
         checked = PrecomputeParams.from_mapping(dict(params or {}))
@@ -196,12 +197,12 @@ def select(run: HourRun, settings: Settings) -> Meta:
 def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
     """FM embeddings of one shard's selected pairs as of the hour, compressed by the pinned AE; a code the store
     would refuse (non-finite as stored) is left out and counted, so it reaches neither the code log nor the store."""
+    from solaris.embedding_version import check_ae_fm
     from solaris.models.autoencoder import Autoencoder
-    from solaris.models.fm import FoundationModel
     from solaris.models.features import HistoryIndex
+    from solaris.models.fm import FoundationModel
     from solaris.precompute.embedding import embed_codes, of_users
     from solaris.tracking import registry
-    from solaris.embedding_version import check_ae_fm
 
     if not 0 <= shard < run.params.shards:
         raise ValueError(f"shard {shard} is outside 0..{run.params.shards - 1}")
@@ -344,4 +345,3 @@ shadow_cohorts = shadowed(cohorts)
 
 def hour_run(meta: Meta) -> HourRun:
     return HourRun.from_xcom(meta["run"])
-

@@ -15,7 +15,11 @@ from solaris.config import DEVICES
 
 SELECTORS = ("budget", "verifier")
 FM_BUDGET = 60_000
-_TYPES = {"int": (numbers.Integral, "integer", int), "float": (numbers.Real, "number", float), "str": (str, "string", str)}
+_TYPES = {
+    "int": (numbers.Integral, "integer", int),
+    "float": (numbers.Real, "number", float),
+    "str": (str, "string", str),
+}
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,9 @@ class PrecomputeParams:
     ttl_hours: int = knob(4, "hours a pair embedding stays fresh", minimum=1, maximum=48, in_form=True)
     # The hours a challenger's embedding version is written beside the champion's before the gate compares their
     # coverage (:mod:`solaris.precompute.shadow`): one TTL at the defaults, so its pair tier is then as full.
-    shadow_hours: int = knob(4, "hours a challenger is precomputed in shadow before its coverage gate", minimum=1, maximum=48)
+    shadow_hours: int = knob(
+        4, "hours a challenger is precomputed in shadow before its coverage gate", minimum=1, maximum=48
+    )
     shards: int = knob(2, "FM embedding tasks (mapped)", minimum=1, maximum=64, in_form=True)
     batch_size: int = knob(4096, "pairs per FM forward", minimum=64, maximum=65536, in_form=True)
     device: str = knob("auto", "FM device", choices=DEVICES, in_form=True)
@@ -164,7 +170,11 @@ def cli_option(name: str) -> tuple[str, dict[str, Any]]:
     f = _field(name)
     k: Knob = f.metadata["knob"]
     bounds = f" {k.interval}" if k.minimum is not None or k.maximum is not None else ""
-    options = {"type": _TYPES[f.type][2], "default": f.default, "help": f"{k.description}{bounds} (default {f.default})"}
+    options = {
+        "type": _TYPES[f.type][2],
+        "default": f.default,
+        "help": f"{k.description}{bounds} (default {f.default})",
+    }
     if k.choices:
         options["choices"] = k.choices
     return "--" + name.replace("_", "-"), options

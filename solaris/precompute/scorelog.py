@@ -97,4 +97,3 @@ class ScoreLog:
     def prune(self, before: datetime) -> int:
         """Delete every hour that ends by ``before``; returns how many hour files went (as the code log's)."""
         return prune_hours(self.path, before, FILE_NAME)
-

@@ -102,9 +102,7 @@ def _checked_scores(scored: pd.DataFrame, users: np.ndarray, items: np.ndarray) 
     return scores
 
 
-def select_top_fraction(
-    scored: pd.DataFrame, top_fraction: float, per_user_cap: int | None
-) -> pd.DataFrame:
+def select_top_fraction(scored: pd.DataFrame, top_fraction: float, per_user_cap: int | None) -> pd.DataFrame:
     """The pairs to embed: every forced pair, then the best speculative pairs by verifier ``score``.
 
     Forced pairs are the rows whose ``source`` is ``requeue`` (none without a source column). Of the

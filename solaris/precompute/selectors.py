@@ -71,9 +71,9 @@ def with_aggregate(codes: CodeLog, users: np.ndarray, at: datetime, window_hours
 
 
 def by_budget(run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeLog) -> Choice:
+    from solaris.models.demand import DemandModel, predict
     from solaris.precompute.budget import pair_values, select_within_budget
     from solaris.precompute.demand_features import columns, demand_features
-    from solaris.models.demand import DemandModel, predict
     from solaris.tracking import registry
 
     if run.demand_version is None:

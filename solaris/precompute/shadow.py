@@ -66,8 +66,8 @@ def shadow_gate(run: HourRun, settings: Settings) -> Meta:
     all-tier coverage of the hour past is within the gate's margin of the champion's, else refuse it.
     Promoted at the end of the run, it serves the next hour from tiers this run already wrote."""
     from solaris.tracking import registry
-    from solaris.tracking.registry import PinnedVersions
     from solaris.tracking.promotion import shadow_gate as decide
+    from solaris.tracking.registry import PinnedVersions
 
     if run.shadow is None:
         return {"seconds": 0.0}
@@ -79,7 +79,9 @@ def shadow_gate(run: HourRun, settings: Settings) -> Meta:
             recorded = store.get_run(run.run_key)
             figures = recorded.figures if recorded is not None else {}
             if ALL_TIERS not in figures or SHADOW + ALL_TIERS not in figures:
-                raise ValueError(f"run {run.run_key} has no {ALL_TIERS} figures for both chains: the gate cannot compare them")
+                raise ValueError(
+                    f"run {run.run_key} has no {ALL_TIERS} figures for both chains: the gate cannot compare them"
+                )
             s = run.shadow
             decision = decide(
                 registry.connect(settings),

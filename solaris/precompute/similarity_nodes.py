@@ -79,8 +79,10 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
         meta[DEGENERATE["user"]] = int(degenerate(vectors).sum())
         folder = knn_state_dir(settings, run)
         previous = knn_state.load_before(folder, start)
-        full = previous is None or previous.table.k != p.knn_k or (
-            start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours)
+        full = (
+            previous is None
+            or previous.table.k != p.knn_k
+            or (start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours))
         )
         rows, built_at = built.user_ids, start
         if not full:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import mlflow
-
 from solaris.config import Settings
 from solaris.enrichment.tiers import FED_BY
 from solaris.precompute.pipeline import OPEN, PRECOMPUTE, SHADOW

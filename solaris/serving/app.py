@@ -119,7 +119,9 @@ class RankResponse(BaseModel):
     vm: str = Field(description="the VM that scored: the request's, or the lead")
     vm_version: str
     embedding_version: str
-    scores: list[float] = Field(description="the VM's label probability (click, conversion) per item, in the request's order")
+    scores: list[float] = Field(
+        description="the VM's label probability (click, conversion) per item, in the request's order"
+    )
     tiers: list[Literal[TIER_NAMES]] = Field(description="the tier that fed each item")  # type: ignore[valid-type]
     store: Literal["ok", "error", "timeout", "overloaded"]
 
@@ -135,7 +137,10 @@ def rank_request_model(max_candidates: int, vms: tuple[str, ...], raw_ids: bool 
         vm: served | None = Field(None, description=f"the VM to score with (default: {vms[0]})")  # type: ignore[valid-type]
         user_id: SomeId  # type: ignore[valid-type]
         items: list[SomeId] = Field(  # type: ignore[valid-type]
-            min_length=1, max_length=max_candidates, json_schema_extra={"uniqueItems": True}, description="candidate item ids"
+            min_length=1,
+            max_length=max_candidates,
+            json_schema_extra={"uniqueItems": True},
+            description="candidate item ids",
         )
         positions: list[Annotated[JsonInt, Field(ge=0, le=MAX_POSITION)]] | None = Field(
             None, description="slot per item (default: all at the top slot)"
@@ -322,6 +327,7 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
         lifespan=lifespan,
         exception_handlers={RequestValidationError: validation_failed},
     )
+
     # The answer is built as a RankResponse (the schema documents it) and sent as its JSON: FastAPI would
     # otherwise validate it a second time, ~10% of a request's interpreter time. The endpoint is async and
     # scores on the event loop (about a millisecond of VM): a sync endpoint would run on AnyIO's thread pool
@@ -369,7 +375,9 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
                 model = ranker.model
             except NotReady as exc:
                 watcher = service.watchers.get(vm)
-                waiting.append(f"VM {vm}: {exc if watcher is None or watcher.last_error is None else watcher.last_error}")
+                waiting.append(
+                    f"VM {vm}: {exc if watcher is None or watcher.last_error is None else watcher.last_error}"
+                )
                 continue
             serving[vm] = {"vm_version": model.pinned.vm, "embedding_version": model.pinned.embedding_version}
         if waiting:

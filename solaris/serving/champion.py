@@ -12,15 +12,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 
+from mlflow import MlflowClient
+from solaris.embedding_version import check_embedding_version
 from solaris.enrichment.cohorts import CohortLookup
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, PinnedVersions
-from solaris.embedding_version import check_embedding_version
 from solaris.vms import registered_name
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,12 @@ class ChampionWatcher:
                 self.check(model)
             self._current = model
             self.last_error = None
-            log.info("serving %s version %s (embedding version %s)", self._model_name, version, model.pinned.embedding_version)
+            log.info(
+                "serving %s version %s (embedding version %s)",
+                self._model_name,
+                version,
+                model.pinned.embedding_version,
+            )
         except Exception as exc:
             self._failed("load", f"loading {self._model_name} version {version}: {exc}")
         finally:

@@ -37,7 +37,10 @@ class RankerMetrics:
             registry=self.registry,
         )  # fmt: skip
         self.store_failures = Counter(
-            "solaris_store_failures", "Store reads answered with tier none, per VM", ["vm", "kind"], registry=self.registry
+            "solaris_store_failures",
+            "Store reads answered with tier none, per VM",
+            ["vm", "kind"],
+            registry=self.registry,
         )
         self.served_log_dropped = Counter(
             "solaris_served_log_dropped_rows", "Served rows not logged (log queue full)", registry=self.registry

@@ -23,10 +23,10 @@ from datetime import datetime
 import numpy as np
 import torch
 
+from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
-from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.store.base import FeatureStore, StoreReadTimeout, TierBatchRead
 from solaris.store.codec import to_micros
 
@@ -198,7 +198,9 @@ class Ranker:
         done = time.perf_counter()
         tiers = feeding_tier(read)
         pinned = model.pinned
-        served = Served(scores, tiers, inputs, pinned.vm_name, pinned.vm, version, failure, read_done - started, done - read_done)
+        served = Served(
+            scores, tiers, inputs, pinned.vm_name, pinned.vm, version, failure, read_done - started, done - read_done
+        )
         self._record(served, done - started)
         if self.served_log is not None:
             self.served_log.log(

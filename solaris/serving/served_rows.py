@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from solaris.data.eventlog import EventLog
 from solaris import exposure
+from solaris.data.eventlog import EventLog
 from solaris.models.features import TIERS, base_matrix, pair_key, ts_micros
 from solaris.models.splits import Span
 from solaris.serving.servedlog import read_served, served_codes
@@ -29,13 +29,20 @@ def joined(
     served = read_served(served_dir, span.start, span.end, code_dim)
     versions = set(pc.unique(served["embedding_version"]).to_pylist())
     if versions - {embedding_version}:
-        raise ValueError(f"{span} was served with embedding versions {sorted(versions)}, expected only {embedding_version!r}")
+        raise ValueError(
+            f"{span} was served with embedding versions {sorted(versions)}, expected only {embedding_version!r}"
+        )
     order, found = match(shown, served, every_impression)
     return shown.filter(pa.array(found)), served.take(pa.array(order[found]))
 
 
 def base_columns(shown: pa.Table) -> tuple[np.ndarray, ...]:
-    return shown["user_id"].to_numpy(), shown["item_id"].to_numpy(), ts_micros(shown["ts"]), shown["position"].to_numpy()
+    return (
+        shown["user_id"].to_numpy(),
+        shown["item_id"].to_numpy(),
+        ts_micros(shown["ts"]),
+        shown["position"].to_numpy(),
+    )
 
 
 def served_matrix(shown: pa.Table, served: pa.Table) -> np.ndarray:

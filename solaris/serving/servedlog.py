@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from solaris import exposure
 from solaris.data.hourly import read_range, write_hourly
 from solaris.data.schema import TS
-from solaris import exposure
 from solaris.models.features import TIERS, VM_BASE_COLUMNS
 
 BatchQueue = Any  # queue.Queue in a thread, multiprocessing's Queue in a child process: the same calls

@@ -101,7 +101,14 @@ class TierBatchRead:
         present = bool(self.user_agg_mask[0]) if len(self.user_agg_mask) else False
         user_agg = self.user_agg[0] if len(self.user_agg) else np.zeros(dim, dtype=np.float32)
         return TierRead(
-            self.pair, self.pair_mask, user_agg, present, self.knn, self.knn_mask, self.a2a, self.a2a_mask,
+            self.pair,
+            self.pair_mask,
+            user_agg,
+            present,
+            self.knn,
+            self.knn_mask,
+            self.a2a,
+            self.a2a_mask,
             self.exposure,
         )
 

@@ -28,7 +28,9 @@ def new_user_rows(user_counts: np.ndarray, pair_mask: np.ndarray) -> np.ndarray:
     return ~np.asarray(user_counts).any(axis=1) & ~np.asarray(pair_mask, bool)
 
 
-def cohort_requests(read: TierBatchRead, keys: np.ndarray, item_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cohort_requests(
+    read: TierBatchRead, keys: np.ndarray, item_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """After a request's first read: the rows a cohort code may feed, and the (prototype user, item) pairs to
     read for them, one per row."""
     new = np.flatnonzero(new_user_rows(read.exposure[:, : len(WINDOWS_H)], read.pair_mask))

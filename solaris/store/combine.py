@@ -100,8 +100,11 @@ class TierRows:
         """From ``(tier, user, item, similarity, vector)`` tuples: columns split once, bytes joined once."""
         tier, users, items, similarity, blobs = zip(*rows, strict=True) if rows else ((),) * 5
         return cls(
-            np.array(tier, dtype=np.int8), np.array(users, dtype=np.int64), np.array(items, dtype=np.int64),
-            np.array(similarity, dtype=np.float64), b"".join(blobs),
+            np.array(tier, dtype=np.int8),
+            np.array(users, dtype=np.int64),
+            np.array(items, dtype=np.int64),
+            np.array(similarity, dtype=np.float64),
+            b"".join(blobs),
         )
 
     def list_generation(self) -> int | None:
@@ -116,12 +119,15 @@ class TierRows:
         joined as slices, one per run, not picked out byte by byte through a per-byte tier array."""
         slots = self.similarity.astype(np.int64)
         lengths = np.select(
-            [self.tier == LIST_GENERATION, self.tier == EXPOSURE], [0, 4 * exposure_words(slots)],
+            [self.tier == LIST_GENERATION, self.tier == EXPOSURE],
+            [0, 4 * exposure_words(slots)],
             dim * storage_dtype(dtype).itemsize,
         )
         ends = np.cumsum(lengths)
         if (ends[-1] if len(ends) else 0) != len(self.vectors):
-            raise ValueError(f"{len(self.tier)} tier rows came with {len(self.vectors)} bytes, expected {lengths.sum()}")
+            raise ValueError(
+                f"{len(self.tier)} tier rows came with {len(self.vectors)} bytes, expected {lengths.sum()}"
+            )
         kind = np.maximum(self.tier, NEIGHBOUR_TIER)  # every vector tier is one kind
         bounds = (np.flatnonzero(kind[1:] != kind[:-1]) + 1).tolist()
         pieces: dict[int, list[memoryview]] = {NEIGHBOUR_TIER: [], LIST_GENERATION: [], EXPOSURE: []}
@@ -162,8 +168,16 @@ def assemble(index: PairIndex, rows: TierRows, listed: ItemLists, dim: int, dtyp
     row = index.inverse
     row_user = index.user_rank[row]
     return TierBatchRead(
-        pair[row], pair_mask[row], user_agg[row_user], user_mask[row_user], knn[row], knn_mask[row], a2a[row],
-        a2a_mask[row], np.concatenate([user_counts[row_user], pair_counts[row]], axis=1), np.zeros(len(row), bool),
+        pair[row],
+        pair_mask[row],
+        user_agg[row_user],
+        user_mask[row_user],
+        knn[row],
+        knn_mask[row],
+        a2a[row],
+        a2a_mask[row],
+        np.concatenate([user_counts[row_user], pair_counts[row]], axis=1),
+        np.zeros(len(row), bool),
     )
 
 

@@ -49,6 +49,4 @@ def parse_store_url(url: str) -> StoreConfig:
         schema = parsed.query.get("schema")
         base = parsed.set(drivername="postgresql+psycopg").difference_update_query(["schema"])
         return PostgresStoreConfig(base.render_as_string(hide_password=False), schema=schema)
-    raise ValueError(
-        f"store URL {url!r}: expected sqlite:///<path> or postgresql+psycopg://<user>@<host>/<db>"
-    )
+    raise ValueError(f"store URL {url!r}: expected sqlite:///<path> or postgresql+psycopg://<user>@<host>/<db>")

@@ -41,8 +41,13 @@ def url_from_connection(conn: Any) -> str:
     if conn.conn_type in ("postgres", "postgresql"):
         query = {"schema": conn.extra_dejson["schema"]} if "schema" in conn.extra_dejson else {}
         url = URL.create(
-            "postgresql+psycopg", username=conn.login or None, password=conn.password or None,
-            host=conn.host or None, port=conn.port or None, database=conn.schema or None, query=query,
+            "postgresql+psycopg",
+            username=conn.login or None,
+            password=conn.password or None,
+            host=conn.host or None,
+            port=conn.port or None,
+            database=conn.schema or None,
+            query=query,
         )
         return url.render_as_string(hide_password=False)
     raise ValueError(f"Airflow connection {conn.conn_id!r} has type {conn.conn_type!r}; expected postgres or sqlite")

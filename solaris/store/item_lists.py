@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solaris.store.combine import ItemLists
 from solaris.store.codec import decode_lists
+from solaris.store.combine import ItemLists
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ class NumpyArrayLoader(Loader):
         if ndim == 0:
             return np.empty(0, dtype=element.newbyteorder("="))
         if ndim != 1 or has_nulls:
-            raise ValueError(f"expected a one-dimensional array without NULLs, got {ndim} dimensions, nulls={has_nulls}")
+            raise ValueError(
+                f"expected a one-dimensional array without NULLs, got {ndim} dimensions, nulls={has_nulls}"
+            )
         size = int(np.frombuffer(data, ">i4", 1, 12)[0])
         cells = np.frombuffer(data, [("len", ">i4"), ("value", element)], size, 20)
         return cells["value"].astype(element.newbyteorder("="))  # a copy: the result buffer is freed later

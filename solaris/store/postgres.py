@@ -102,9 +102,16 @@ class PostgresFeatureStore(SqlFeatureStore):
             absent = self._sql("version_absent").format(table=partition)
             new_version = conn.exec_driver_sql(absent, {"version": s.version}).scalar_one()
             conn.exec_driver_sql(self._sql("create_pair_staging"))
-            self._copy(conn, "copy_pair_staging", [
-                ("int8", batch.user_ids), ("int8", batch.item_ids), ("bytea", batch.vectors), ("float4", batch.scores),
-            ])
+            self._copy(
+                conn,
+                "copy_pair_staging",
+                [
+                    ("int8", batch.user_ids),
+                    ("int8", batch.item_ids),
+                    ("bytea", batch.vectors),
+                    ("float4", batch.scores),
+                ],
+            )
             params = {"version": s.version, "created_at": s.created_at, "expires_at": s.expires_at, "run_id": s.run_id}
             conn.exec_driver_sql(self._sql("delete_pair_keys"), params)
             conn.exec_driver_sql(self._sql("insert_pairs"), params)
@@ -115,14 +122,23 @@ class PostgresFeatureStore(SqlFeatureStore):
     def _write_aggregates(self, batch: validate.AggregateBatch) -> None:
         s = batch.stamp
         params = {
-            "version": s.version, "window_hours": batch.window_hours, "created_at": s.created_at,
-            "expires_at": s.expires_at, "run_id": s.run_id,
+            "version": s.version,
+            "window_hours": batch.window_hours,
+            "created_at": s.created_at,
+            "expires_at": s.expires_at,
+            "run_id": s.run_id,
         }
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("create_aggregate_staging"))
-            self._copy(conn, "copy_aggregate_staging", [
-                ("int8", batch.user_ids), ("bytea", batch.vectors), ("int8", batch.pair_counts),
-            ])
+            self._copy(
+                conn,
+                "copy_aggregate_staging",
+                [
+                    ("int8", batch.user_ids),
+                    ("bytea", batch.vectors),
+                    ("int8", batch.pair_counts),
+                ],
+            )
             conn.exec_driver_sql(self._sql("upsert_user_aggregates"), params)
         with self._engine.connect() as conn:
             self._analyze_if_stale(conn, "user_aggregates")
@@ -133,10 +149,18 @@ class PostgresFeatureStore(SqlFeatureStore):
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("lock_neighbour_writes"))
             conn.exec_driver_sql(self._sql("create_neighbour_staging"))
-            self._copy(conn, "copy_neighbour_staging", [
-                ("int8", batch.owner_ids), ("int8", batch.neighbour_ids), ("float4", batch.similarities),
-            ])
-            conn.exec_driver_sql(self._sql("delete_user_neighbours"), {"version": s.version} | self._users_param(batch.owners))
+            self._copy(
+                conn,
+                "copy_neighbour_staging",
+                [
+                    ("int8", batch.owner_ids),
+                    ("int8", batch.neighbour_ids),
+                    ("float4", batch.similarities),
+                ],
+            )
+            conn.exec_driver_sql(
+                self._sql("delete_user_neighbours"), {"version": s.version} | self._users_param(batch.owners)
+            )
             conn.exec_driver_sql(self._sql("insert_user_neighbours"), params)
         with self._engine.connect() as conn:
             self._analyze_if_stale(conn, "user_neighbours")

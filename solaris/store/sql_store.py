@@ -114,7 +114,11 @@ class SqlFeatureStore(FeatureStore):
     ) -> str:
         vid = version_id(fm_version, ae_version, dim, dtype)
         params = dict(
-            version_id=vid, fm_version=fm_version, ae_version=ae_version, dim=int(dim), dtype=dtype,
+            version_id=vid,
+            fm_version=fm_version,
+            ae_version=ae_version,
+            dim=int(dim),
+            dtype=dtype,
             created_at=to_micros(created_at, "created_at"),
         )
         with self._engine.begin() as conn:
@@ -341,8 +345,13 @@ class SqlFeatureStore(FeatureStore):
             raise StoreError(f"run {run_id!r}: interval_end is not after interval_start")
         self.get_embedding_version(embedding_version)
         params = dict(
-            run_id=run_id, interval_start=start, interval_end=end, fm_version=fm_version,
-            ae_version=ae_version, vm_version=vm_version, embedding_version=embedding_version,
+            run_id=run_id,
+            interval_start=start,
+            interval_end=end,
+            fm_version=fm_version,
+            ae_version=ae_version,
+            vm_version=vm_version,
+            embedding_version=embedding_version,
             started_at=to_micros(started_at, "started_at"),
         )
         with self._engine.begin() as conn:
@@ -367,7 +376,9 @@ class SqlFeatureStore(FeatureStore):
         # Keys sorted: the record is the same bytes whichever runner collected the steps' counts (Airflow's
         # XCom hands a task's dict back in another order than the in-process runner).
         params = dict(
-            run_id=run_id, status=status, counts=json.dumps({k: int(v) for k, v in counts.items()}, sort_keys=True),
+            run_id=run_id,
+            status=status,
+            counts=json.dumps({k: int(v) for k, v in counts.items()}, sort_keys=True),
             timings=json.dumps({k: float(v) for k, v in timings.items()}),
             finished_at=finished,
         )
@@ -396,6 +407,17 @@ class SqlFeatureStore(FeatureStore):
 def _run_record(row: tuple) -> RunRecord:
     run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished, figures = row
     return RunRecord(
-        run_id, from_micros(start), from_micros(end), fm, ae, vm, ev, status, json.loads(counts),
-        json.loads(timings), from_micros(started), from_micros(finished), json.loads(figures),
+        run_id,
+        from_micros(start),
+        from_micros(end),
+        fm,
+        ae,
+        vm,
+        ev,
+        status,
+        json.loads(counts),
+        json.loads(timings),
+        from_micros(started),
+        from_micros(finished),
+        json.loads(figures),
     )

@@ -83,8 +83,14 @@ class SqliteFeatureStore(SqlFeatureStore):
     def _write_pairs(self, batch: validate.PairBatch) -> None:
         s = batch.stamp
         rows = zip(
-            repeat(s.version), batch.user_ids.tolist(), batch.item_ids.tolist(), batch.vectors.tolist(),
-            batch.scores.tolist(), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
+            repeat(s.version),
+            batch.user_ids.tolist(),
+            batch.item_ids.tolist(),
+            batch.vectors.tolist(),
+            batch.scores.tolist(),
+            repeat(s.created_at),
+            repeat(s.expires_at),
+            repeat(s.run_id),
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_pairs"), list(rows))
@@ -93,8 +99,14 @@ class SqliteFeatureStore(SqlFeatureStore):
     def _write_aggregates(self, batch: validate.AggregateBatch) -> None:
         s = batch.stamp
         rows = zip(
-            repeat(s.version), batch.user_ids.tolist(), batch.vectors.tolist(), batch.pair_counts.tolist(),
-            repeat(batch.window_hours), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
+            repeat(s.version),
+            batch.user_ids.tolist(),
+            batch.vectors.tolist(),
+            batch.pair_counts.tolist(),
+            repeat(batch.window_hours),
+            repeat(s.created_at),
+            repeat(s.expires_at),
+            repeat(s.run_id),
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_user_aggregates"), list(rows))
@@ -102,10 +114,17 @@ class SqliteFeatureStore(SqlFeatureStore):
 
     def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
         s = batch.stamp
-        rows = list(zip(
-            repeat(s.version), batch.owner_ids.tolist(), batch.neighbour_ids.tolist(),
-            batch.similarities.tolist(), repeat(s.created_at), repeat(s.expires_at), repeat(s.run_id),
-        ))
+        rows = list(
+            zip(
+                repeat(s.version),
+                batch.owner_ids.tolist(),
+                batch.neighbour_ids.tolist(),
+                batch.similarities.tolist(),
+                repeat(s.created_at),
+                repeat(s.expires_at),
+                repeat(s.run_id),
+            )
+        )
         with self._engine.begin() as conn:
             old = {"version": s.version} | self._users_param(batch.owners)
             conn.exec_driver_sql(self._sql("delete_user_neighbours"), old)

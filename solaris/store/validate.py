@@ -78,9 +78,7 @@ def run_times(run_id: str, created_at: datetime, expires_at: datetime) -> tuple[
         raise StoreError(f"run_id must be a non-empty string, got {run_id!r}")
     created, expires = to_micros(created_at, "created_at"), to_micros(expires_at, "expires_at")
     if expires <= created:
-        raise StoreError(
-            f"expires_at={expires_at.isoformat()} is not after created_at={created_at.isoformat()}"
-        )
+        raise StoreError(f"expires_at={expires_at.isoformat()} is not after created_at={created_at.isoformat()}")
     return created, expires
 
 

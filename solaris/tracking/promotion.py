@@ -12,11 +12,18 @@ from dataclasses import dataclass
 
 import mlflow
 from mlflow import MlflowClient
-
 from solaris.config import Settings
 from solaris.tracking import registry
 from solaris.tracking.registry import (
-    AE_MODEL, CHAMPION, FM_MODEL, SHADOW, SHADOW_ALIAS, SHADOW_PENDING, SHADOW_PROMOTED, SHADOW_REFUSED, SHADOW_SUPERSEDED,
+    AE_MODEL,
+    CHAMPION,
+    FM_MODEL,
+    SHADOW,
+    SHADOW_ALIAS,
+    SHADOW_PENDING,
+    SHADOW_PROMOTED,
+    SHADOW_REFUSED,
+    SHADOW_SUPERSEDED,
     PinnedVersions,
 )  # fmt: skip
 
@@ -76,7 +83,9 @@ def shadow_gate(
     found = {"shadow_coverage": shadow_coverage, "champion_coverage": champion_coverage}
     chains = pending_shadows(client, [s.name for s in settings.vms()], shadow.embedding_version) or [shadow]
     for chain in chains:
-        log_decision(client, settings, f"shadow-gate-{chain.vm_name}-v{chain.vm}", chain, params, found, promoted, reason)
+        log_decision(
+            client, settings, f"shadow-gate-{chain.vm_name}-v{chain.vm}", chain, params, found, promoted, reason
+        )
         client.set_model_version_tag(chain.vm_model, chain.vm, SHADOW, SHADOW_PROMOTED if promoted else SHADOW_REFUSED)
     end_shadow(client, [chain.vm_model for chain in chains])
     if promoted:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import numpy as np
 import pandas as pd
 import torch
 from mlflow.pyfunc import PythonModel, PythonModelContext
 
+import mlflow
 from solaris.models import files
 
 

@@ -14,17 +14,17 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 import safetensors
 import torch
-from mlflow import MlflowClient
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.environment_variables import MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR
 from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings, is_tracking_server
 from solaris.embedding_version import check_ae_fm, embedding_version, parse_embedding_version
 from solaris.models import files

@@ -12,19 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import mlflow
 import numpy as np
-from mlflow import MlflowClient
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.models import metrics
 from solaris.models.demand import DemandModel, predict
 from solaris.precompute.demand_features import NAMES, columns
-from solaris.training.demand_fit import DemandPlan, train_demand, with_gains
 from solaris.tracking import registry
 from solaris.tracking.registry import CHALLENGER, CHAMPION, DEMAND_MODEL
 from solaris.training import runs
+from solaris.training.demand_fit import DemandPlan, train_demand, with_gains
 
 EXPERIMENT = "solaris-train-demand"
 
@@ -73,7 +73,9 @@ def _gate(client: MlflowClient, version: str, auc: float, features: np.ndarray, 
         if isinstance(current, DemandModel) and set(current.config.features) <= set(NAMES):
             champion_auc = metrics.auc(labels, predict(current, columns(features, current.config.features)))
             if auc < champion_auc:
-                return DemandDecision(version, False, f"AUC {auc:.4f} < champion v{champion.version}'s {champion_auc:.4f}", auc)
+                return DemandDecision(
+                    version, False, f"AUC {auc:.4f} < champion v{champion.version}'s {champion_auc:.4f}", auc
+                )
             reason = f"AUC {auc:.4f} at least champion v{champion.version}'s {champion_auc:.4f}"
         else:
             reason = f"champion v{champion.version} is not a demand model this code can score"

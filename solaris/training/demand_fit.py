@@ -19,13 +19,13 @@ from torch.nn import functional as F
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, floor_hour
 from solaris.models import metrics
-from solaris.models.training import Batch, EpochHook, FitConfig, FitResult, fit, seed_everything
-from solaris.precompute.candidates import generate_candidates
-from solaris.precompute.quality import requested_pairs
-from solaris.precompute.selection import add_requeued
-from solaris.precompute.demand_features import NAMES, columns, demand_features
 from solaris.models.demand import DemandConfig, DemandModel, predict
 from solaris.models.features import pair_key
+from solaris.models.training import Batch, EpochHook, FitConfig, FitResult, fit, seed_everything
+from solaris.precompute.candidates import generate_candidates
+from solaris.precompute.demand_features import NAMES, columns, demand_features
+from solaris.precompute.quality import requested_pairs
+from solaris.precompute.selection import add_requeued
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,9 @@ def rows_for(log: EventLog, hours: list[datetime], ttl_hours: int, negative_rate
 class TrainedDemand:
     model: DemandModel
     fit: FitResult
-    valid: Rows  # every pair of the validation hours, unsampled, every feature: the gate scores the champion on them too
+    valid: (
+        Rows  # every pair of the validation hours, unsampled, every feature: the gate scores the champion on them too
+    )
     metrics: dict[str, float]
 
 
@@ -140,4 +142,3 @@ def with_gains(model: DemandModel, gains: dict[str, float]) -> DemandModel:
     """The same weights with per-cohort gains set (estimated from features as served)."""
     model.config = replace(model.config, **{f"gain_{cohort}": value for cohort, value in gains.items()})
     return model
-

@@ -65,7 +65,9 @@ def served_gains(
     span = Span(until - timedelta(hours=hours), until)
     if not Path(served_dir).is_dir():
         return {}
-    shown, served = joined(log, span, served_dir, vm.config.embedding_version, vm.config.code_dim, every_impression=False)
+    shown, served = joined(
+        log, span, served_dir, vm.config.embedding_version, vm.config.code_dim, every_impression=False
+    )
     if not shown.num_rows:
         return {}
     own_pair = served["tier"].to_numpy() == TIER_NAMES.index("pair")

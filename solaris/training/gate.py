@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from mlflow import MlflowClient
-
 from solaris.config import Settings
 from solaris.tracking import registry
 from solaris.tracking.promotion import await_shadow, log_decision, promote
@@ -67,7 +66,10 @@ class ChainDecision:
 
 
 def _verdict(
-    client: MlflowClient, challenger: Challenger, eval_hours: str, champion_ne_on_same_hours: Callable[[PinnedVersions], float]
+    client: MlflowClient,
+    challenger: Challenger,
+    eval_hours: str,
+    champion_ne_on_same_hours: Callable[[PinnedVersions], float],
 ) -> Decision:
     c = challenger.chain
     champion = None
@@ -87,7 +89,9 @@ def _verdict(
 
 
 def _new_version(decision: Decision) -> bool:
-    return decision.champion is not None and decision.champion.embedding_version != decision.challenger.embedding_version
+    return (
+        decision.champion is not None and decision.champion.embedding_version != decision.challenger.embedding_version
+    )
 
 
 def promotion_gate(

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-import mlflow
 import numpy as np
-from mlflow import MlflowClient
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.schema import ITEM_FEATURE_PREFIX, USER_FEATURE_PREFIX
@@ -27,14 +27,14 @@ from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.models.splits import DEFAULT_FRACTIONS, Span, TimeSplit
 from solaris.models.training import FitConfig, embed_span, train_ae, train_fm, train_vm
-from solaris.models.vm import BASE_VARIANT, VMConfig, VerticalModel, score
+from solaris.models.vm import BASE_VARIANT, VerticalModel, VMConfig, score
 from solaris.models.vm import VARIANTS as VM_VARIANTS
 from solaris.models.vm_data import Teacher, VMData, build_vm_data, build_vm_datasets
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, PinnedVersions
 from solaris.training import runs
 from solaris.training.gate import ChainDecision, Challenger, promotion_gate
-from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, PinnedVersions
 from solaris.vms import VMSpec
 
 HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
@@ -120,7 +120,14 @@ def train_fm_job(client: MlflowClient, settings: Settings, world: World, plan: T
         runs.log_params({**plan.fm.as_params(), **plan.fm_fit.as_params(), **world.split.as_params()})
         split = world.split
         fm, fit = train_fm(
-            world.log, split.fm_train, split.valid, world.index, world.users, world.items, plan.fm, plan.fm_fit,
+            world.log,
+            split.fm_train,
+            split.valid,
+            world.index,
+            world.users,
+            world.items,
+            plan.fm,
+            plan.fm_fit,
             runs.log_epoch,
         )
         runs.log_fit(fit, "FM")
@@ -136,9 +143,7 @@ def train_fm_job(client: MlflowClient, settings: Settings, world: World, plan: T
     return Trained(fm, version, found | cost)
 
 
-def train_ae_job(
-    client: MlflowClient, settings: Settings, world: World, fm: Trained, plan: TrainPlan
-) -> Trained:
+def train_ae_job(client: MlflowClient, settings: Settings, world: World, fm: Trained, plan: TrainPlan) -> Trained:
     """AE on FM embeddings of FM-train pairs; reports reconstruction error on the validation hours."""
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-ae"))
     config = replace(plan.ae, input_dim=fm.model.config.embedding_dim, fm_version=fm.version)
@@ -181,7 +186,9 @@ def train_vm_job(
     with mlflow.start_run(run_name=f"{spec.name}-{variant}"):
         params = {**config.as_params(), **plan.fit.as_params(), "vm": spec.name, "label": spec.label}
         runs.log_params(params)
-        vm, fit = train_vm(own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch, base)
+        vm, fit = train_vm(
+            own["vm_train"], own["valid"], world.users, world.items, config, plan.fit, runs.log_epoch, base
+        )
         runs.log_params({"started_from_base": fit.start_loss is not None})
         runs.log_fit(fit, f"VM {spec.name} {variant}")
         found = vm_eval(vm, own["eval"])
@@ -218,7 +225,13 @@ def register_vm(
     client: MlflowClient, world: World, spec: VMSpec, vm: VerticalModel, example: np.ndarray, found: dict[str, float]
 ) -> str:
     """Register a VM version (inside the active run) with the tags the ranker and the gate rely on."""
-    tags = {"role": "vm", "vm": spec.name, "label": spec.label, "variant": vm.config.variant, **_eval_tags(world, found)}
+    tags = {
+        "role": "vm",
+        "vm": spec.name,
+        "label": spec.label,
+        "variant": vm.config.variant,
+        **_eval_tags(world, found),
+    }
     if spec.positions is not None:
         tags["positions"] = f"{spec.positions[0]}-{spec.positions[1]}"
     if vm.config.uses_embeddings:
@@ -250,7 +263,9 @@ def gate_challengers(
     )  # fmt: skip
 
 
-def train_all(settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), until: datetime | None = None) -> TrainReport:
+def train_all(
+    settings: Settings, root: Path, plan: TrainPlan = TrainPlan(), until: datetime | None = None
+) -> TrainReport:
     """FM -> AE -> every VM variant -> promotion gate for the served variant's chain, on the log's hours
     before ``until`` (default: all)."""
     client = registry.connect(settings)
@@ -295,7 +310,6 @@ def champion_ne(spec: VMSpec, pinned: PinnedVersions, examples: VMData) -> float
     if not isinstance(vm, VerticalModel):
         raise ValueError(f"{pinned.vm_model} version {pinned.vm} is not a SOLARIS vertical model")
     return vm_eval(vm, examples.for_vm(spec))["ne"]
-
 
 
 def registered(client: MlflowClient, name: str, version: str | None) -> Trained:

@@ -13,10 +13,10 @@ import copy
 from dataclasses import replace
 from datetime import datetime
 
-import mlflow
 import numpy as np
-from mlflow import MlflowClient
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.hourly import HOUR
 from solaris.embedding_version import embedding_version
@@ -28,9 +28,9 @@ from solaris.models.training import embed_span, train_ae, train_fm
 from solaris.models.vm import VerticalModel
 from solaris.tracking import registry
 from solaris.tracking.registry import AE_MODEL, FM_MODEL, PinnedVersions
-from solaris.vms import registered_name
 from solaris.training import runs
-from solaris.training.jobs import TRAINED_UNTIL, TrainPlan, Trained, World
+from solaris.training.jobs import TRAINED_UNTIL, Trained, TrainPlan, World
+from solaris.vms import registered_name
 
 
 def refresh_spans(world: World, until: datetime, valid_hours: int) -> tuple[Span, Span]:
@@ -38,12 +38,20 @@ def refresh_spans(world: World, until: datetime, valid_hours: int) -> tuple[Span
     valid = Span(until - valid_hours * HOUR, until)
     train = Span(world.log.start, valid.start)
     if train.hours < 1 or valid_hours < 1:
-        raise ValueError(f"an FM refresh at {until.isoformat()} needs training hours before {valid_hours} validation hours")
+        raise ValueError(
+            f"an FM refresh at {until.isoformat()} needs training hours before {valid_hours} validation hours"
+        )
     return train, valid
 
 
 def refresh_fm(
-    client: MlflowClient, settings: Settings, world: World, previous: Trained, until: datetime, plan: TrainPlan, valid_hours: int
+    client: MlflowClient,
+    settings: Settings,
+    world: World,
+    previous: Trained,
+    until: datetime,
+    plan: TrainPlan,
+    valid_hours: int,
 ) -> Trained:
     """``previous`` fine-tuned on the hours before ``until``; a new ``solaris-fm`` version tagged with them."""
     if not isinstance(previous.model, FoundationModel):
@@ -51,7 +59,9 @@ def refresh_fm(
     train, valid = refresh_spans(world, until, valid_hours)
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-fm"))
     with mlflow.start_run(run_name="fm-refresh"):
-        runs.log_params({**plan.fm_fit.as_params(), "refreshed_from": previous.version, "train": str(train), "valid": str(valid)})
+        runs.log_params(
+            {**plan.fm_fit.as_params(), "refreshed_from": previous.version, "train": str(train), "valid": str(valid)}
+        )
         fm, fit = train_fm(
             world.log, train, valid, world.index, world.users, world.items,
             fit_config=plan.fm_fit, on_epoch=runs.log_epoch, start_from=previous.model,
@@ -65,7 +75,14 @@ def refresh_fm(
 
 
 def refresh_ae(
-    client: MlflowClient, settings: Settings, world: World, fm: Trained, previous: Trained, until: datetime, plan: TrainPlan, valid_hours: int
+    client: MlflowClient,
+    settings: Settings,
+    world: World,
+    fm: Trained,
+    previous: Trained,
+    until: datetime,
+    plan: TrainPlan,
+    valid_hours: int,
 ) -> Trained:
     """``previous`` fine-tuned on the new FM's embeddings, so the codes stay close to those the VMs know."""
     if not isinstance(previous.model, Autoencoder) or not isinstance(fm.model, FoundationModel):
@@ -76,7 +93,9 @@ def refresh_ae(
     with mlflow.start_run(run_name="ae-refresh"):
         runs.log_params({**config.as_params(), **plan.fit.as_params(), "refreshed_from": previous.version})
         seed = plan.fit.seed
-        embedded = [embed_span(world.log, s, world.index, fm.model, plan.ae_rows, seed, plan.device) for s in (train, valid)]
+        embedded = [
+            embed_span(world.log, s, world.index, fm.model, plan.ae_rows, seed, plan.device) for s in (train, valid)
+        ]
         ae, fit = train_ae(*embedded, config, plan.fit, runs.log_epoch, start_from=previous.model)
         runs.log_fit(fit, "AE refresh")
         tags = {"role": "ae", "fm_version": fm.version, "code_dim": config.code_dim, "refreshed_from": previous.version}

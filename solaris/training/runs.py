@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import mlflow
 from matplotlib.figure import Figure
 
+import mlflow
 from solaris.models.training import FitResult
 
 

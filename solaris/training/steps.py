@@ -15,6 +15,7 @@ from typing import Any
 from solaris.config import Settings
 from solaris.models.training import FitConfig
 from solaris.tracking import registry
+from solaris.tracking.registry import AE_MODEL, FM_MODEL, PinnedVersions
 from solaris.training.gate import Challenger
 from solaris.training.jobs import (
     TrainPlan,
@@ -29,9 +30,7 @@ from solaris.training.jobs import (
     train_vm_variants,
     vm_data,
 )
-from solaris.tracking.registry import AE_MODEL, FM_MODEL, PinnedVersions
 from solaris.vms import ALL_VMS, choose
-
 
 # CFS weight 15 against a default process's 1024: beside a training task, the precompute keeps ~98% of a core.
 TRAINING_NICENESS = 19
@@ -85,7 +84,9 @@ def train_vm(
     else:
         teacher = registered_teacher(client, ae_version, chosen.device)
     (spec,) = choose(settings.vms(), [vm_name])
-    variants = train_vm_variants(client, settings, world, vm_data(world, teacher, chosen.served_age_hours), spec, chosen)
+    variants = train_vm_variants(
+        client, settings, world, vm_data(world, teacher, chosen.served_age_hours), spec, chosen
+    )
     challenger = served_challenger(spec, variants, teacher, chosen)
     return {
         "vm": vm_name, "versions": {v: t.version for v, t in variants.items()}, "chain": asdict(challenger.chain),
@@ -115,9 +116,9 @@ def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int)
     log's end), with per-cohort gains from the last day's features as served to every VM with a champion
     (summed: the table serves them all), promoted on its own gate."""
     from solaris.data.eventlog import EventLog
-    from solaris.training.demand_fit import DemandPlan
-    from solaris.training.demand import train_demand_job
     from solaris.serving.servedlog import served_dir
+    from solaris.training.demand import train_demand_job
+    from solaris.training.demand_fit import DemandPlan
     from solaris.training.demand_gains import consumers_gains, served_gains
 
     log = EventLog(settings.world_dir())
@@ -129,7 +130,14 @@ def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int)
         champion = registry.version_by_alias(client, spec.registered_name, registry.CHAMPION)
         if champion is not None:
             served_vm = registry.load_vm(spec.name, str(champion.version))
-            per_vm[spec.name] = served_gains(log, served_dir(settings.served_root, spec.name), served_vm, spec.label, until)
+            per_vm[spec.name] = served_gains(
+                log, served_dir(settings.served_root, spec.name), served_vm, spec.label, until
+            )
     gains = consumers_gains(per_vm)
     decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
-    return {"demand_version": decision.version, "promoted": decision.promoted, "reason": decision.reason, "auc": decision.auc}
+    return {
+        "demand_version": decision.version,
+        "promoted": decision.promoted,
+        "reason": decision.reason,
+        "auc": decision.auc,
+    }

@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL
-from solaris.precompute.params import FORM, airflow_param
 from solaris.eval.protocol import FM_REFRESH_HOURS
+from solaris.precompute.params import FORM, airflow_param
 from solaris.precompute.pipeline import CLOSE, OPEN, PRECOMPUTE, Pipeline
 
 HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
@@ -83,7 +83,16 @@ def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: A
 
     dag = dagbag.dags["solaris_replay"]
     assert dag.schedule is None
-    assert set(dag.params) == {"preset", "world", "seeds", "top_fraction", "ttl_hours", "fm_refresh", "sweep", "speculation"}
+    assert set(dag.params) == {
+        "preset",
+        "world",
+        "seeds",
+        "top_fraction",
+        "ttl_hours",
+        "fm_refresh",
+        "sweep",
+        "speculation",
+    }
     assert dag.params.get_param("fm_refresh").schema["enum"] == list(FM_REFRESH_HOURS)  # the CLI's choices
     for name in ("top_fraction", "ttl_hours"):  # the same definition as the precompute's form
         assert dag.params.get_param(name).schema == dagbag.dags["solaris_precompute"].params.get_param(name).schema

@@ -42,7 +42,9 @@ def test_scheduled_runs_are_consecutive_simulated_hours_due_once_each_is_over(tt
     assert first.run_after == timetable.clock.wall_at(SIM + tt.SETTLE)
     runs = [first]
     for _ in range(3):
-        runs.append(timetable.next_dagrun_info(last_automated_data_interval=runs[-1].data_interval, restriction=tt.NO_CATCHUP))
+        runs.append(
+            timetable.next_dagrun_info(last_automated_data_interval=runs[-1].data_interval, restriction=tt.NO_CATCHUP)
+        )
     assert [r.data_interval.start for r in runs] == [SIM + timedelta(hours=h) for h in (-1, 0, 1, 2)]
     assert [round((b.run_after - a.run_after).total_seconds(), 6) for a, b in zip(runs, runs[1:])] == [60.0] * 3
 
@@ -60,7 +62,9 @@ def test_a_manual_run_covers_the_last_interval_over_when_it_was_triggered(tt: Si
     clock = clock_started(0)
     hourly, daily = tt.Intervals(clock, 1), tt.Intervals(clock, 24)
     at = clock.wall_at(SIM + timedelta(hours=30, minutes=20))
-    assert hourly.infer_manual_data_interval(run_after=at) == tt.Interval(SIM + timedelta(hours=29), SIM + timedelta(hours=30))
+    assert hourly.infer_manual_data_interval(run_after=at) == tt.Interval(
+        SIM + timedelta(hours=29), SIM + timedelta(hours=30)
+    )
     assert daily.infer_manual_data_interval(run_after=at) == tt.Interval(SIM, SIM + timedelta(days=1))
 
 

@@ -83,7 +83,9 @@ def precomputed(plain_world: tuple[Settings, EventLog], dagbag: Any) -> tuple[Se
 def test_the_import_maps_text_ids_and_drops_repeats_within_a_user_hour(plain_world: tuple[Settings, EventLog]) -> None:
     settings, log = plain_world
     maps = IdMaps.read(log.root)
-    assert maps is not None and maps.user.raw_ids([0])[0].startswith("u-") and maps.item.raw_ids([0])[0].startswith("ad-")
+    assert (
+        maps is not None and maps.user.raw_ids([0])[0].startswith("u-") and maps.item.raw_ids([0])[0].startswith("ad-")
+    )
     rows = log.meta["rows"]
     assert rows["kept"] == log.meta["counts"]["impressions"] and rows["read"] == rows["kept"] + rows["dropped"]
     assert log.users().column_names == ["user_id"] and log.meta["counts"]["conversions"] == 0
@@ -109,9 +111,15 @@ def test_the_ranker_takes_the_plain_logs_text_ids(precomputed: tuple[Settings, A
     (port,) = free_ports("127.0.0.1", 1)
     argv = [str(Path(sys.executable).parent / "solaris"), "serve", "--port", str(port), "--no-served-log"]
     at = record.interval_start.isoformat()
-    with serving("solaris serve", argv, f"http://127.0.0.1:{port}/readyz", tmp_path / "serve.log", os.environ | settings.as_env()):
-        known = httpx.post(f"http://127.0.0.1:{port}/rank", json={"user_id": raw_user, "items": [raw_item, NEVER_SEEN_ITEM], "at": at})
-        unseen = httpx.post(f"http://127.0.0.1:{port}/rank", json={"user_id": NEVER_SEEN_USER, "items": [raw_item], "at": at})
+    with serving(
+        "solaris serve", argv, f"http://127.0.0.1:{port}/readyz", tmp_path / "serve.log", os.environ | settings.as_env()
+    ):
+        known = httpx.post(
+            f"http://127.0.0.1:{port}/rank", json={"user_id": raw_user, "items": [raw_item, NEVER_SEEN_ITEM], "at": at}
+        )
+        unseen = httpx.post(
+            f"http://127.0.0.1:{port}/rank", json={"user_id": NEVER_SEEN_USER, "items": [raw_item], "at": at}
+        )
 
     assert known.status_code == 200, known.text
     body = known.json()

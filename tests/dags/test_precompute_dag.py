@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from precompute_env import LEAD, backend_settings, export
+from store_state import store_checksum
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -22,9 +24,6 @@ from solaris.store import open_store
 from solaris.store.base import RunRecord
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
-
-from precompute_env import LEAD, backend_settings, export
-from store_state import store_checksum
 
 CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}
 HOUR = timedelta(hours=30)

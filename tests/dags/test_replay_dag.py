@@ -28,7 +28,9 @@ def test_replay_dag_runs_end_to_end(dagbag: Any, tmp_path: Path, monkeypatch: py
     settings = Settings.from_env({"SOLARIS_HOME": str(tmp_path)})
     export(settings, monkeypatch)
     with own_registry(settings):  # the replay points MLflow at its own registry: the session's is put back
-        dag_run = dagbag.dags["solaris_replay"].test(run_conf={"preset": "tiny", "seeds": [0], "sweep": False, "speculation": False})
+        dag_run = dagbag.dags["solaris_replay"].test(
+            run_conf={"preset": "tiny", "seeds": [0], "sweep": False, "speculation": False}
+        )
 
     assert dag_run.state == "success", _task_states(dag_run)
     assert _task_states(dag_run) == {"seeds": "success", "replay_seed": "success", "summarize": "success"}

@@ -6,16 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from precompute_env import export
 
 from solaris.cli import main
 from solaris.config import Settings
+from solaris.data.eventlog import EventLog
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.tracking import registry
-from solaris.data.eventlog import EventLog
 from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL
 from solaris.vms import DEFAULT_VMS
-
-from precompute_env import export
 
 CTR, CVR = DEFAULT_VMS
 

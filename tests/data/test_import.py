@@ -6,11 +6,12 @@ import json
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import hypothesis
 import pandas as pd
 import pytest
-import hypothesis
 from hypothesis import given
 from hypothesis import strategies as st
+from source_ids import as_source_ids, source_frame
 
 from solaris.cli import main
 from solaris.config import Settings
@@ -18,7 +19,6 @@ from solaris.data import importer
 from solaris.data.eventlog import EventLog
 from solaris.data.importer import ColumnMapping, DuplicateRowsWarning, build_requests, import_file, parse_events
 from solaris.data.sources import LogImportError, Source
-from source_ids import as_source_ids, source_frame
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HEADER = "user,item,ts,click,seg,genre"
@@ -55,9 +55,7 @@ def iso_lines() -> list[str]:
         lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ"),
         lambda t: t.astimezone(timezone(timedelta(hours=2))).isoformat(),
     ]
-    return [HEADER] + [
-        f"{u},{i},{spellings[n % 3](t)},{c},{s},{g}" for n, (u, i, t, c, s, g) in enumerate(EVENTS)
-    ]
+    return [HEADER] + [f"{u},{i},{spellings[n % 3](t)},{c},{s},{g}" for n, (u, i, t, c, s, g) in enumerate(EVENTS)]
 
 
 def unix_lines() -> list[str]:
@@ -180,7 +178,9 @@ def test_an_item_shown_twice_in_one_user_hour_is_a_duplicate(tmp_path: Path) -> 
     lines = unix_lines()
     again = T0 + timedelta(minutes=50)  # user 1 saw item 10 at minute 10 of this hour
     lines.append(f"1,10,{again.timestamp()},0,b,x")
-    with pytest.warns(DuplicateRowsWarning, match=r"the same item twice in one request.*row 6 \(line 7\) repeats row 1"):
+    with pytest.warns(
+        DuplicateRowsWarning, match=r"the same item twice in one request.*row 6 \(line 7\) repeats row 1"
+    ):
         log = import_file(csv_file(tmp_path, lines), tmp_path / "out" / "log", MAPPING)
     assert requests_by_user_hour(log) == EXPECTED_REQUESTS
     with pytest.raises(LogImportError, match="row 6"):

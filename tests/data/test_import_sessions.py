@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from source_ids import as_source_ids, source_frame
 
 from solaris.cli import main
 from solaris.config import Settings
@@ -24,7 +25,6 @@ from solaris.data.importer import (
     sessions,
 )
 from solaris.data.sources import LogImportError, Source
-from source_ids import as_source_ids, source_frame
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MAPPING = ColumnMapping(user="user", item="item", timestamp="ts", label="click")

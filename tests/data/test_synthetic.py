@@ -55,9 +55,7 @@ def test_other_seed_gives_other_world(world: EventLog, impressions: pd.DataFrame
     assert not other.users().equals(world.users())
 
 
-def test_counts_and_meta_match_the_files(
-    world: EventLog, impressions: pd.DataFrame, requests: pd.DataFrame
-) -> None:
+def test_counts_and_meta_match_the_files(world: EventLog, impressions: pd.DataFrame, requests: pd.DataFrame) -> None:
     meta = world.meta
     counts = meta["counts"]
     assert counts["requests"] == len(requests) and counts["impressions"] == len(impressions)
@@ -73,9 +71,7 @@ def test_counts_and_meta_match_the_files(
     assert not (impressions.conversion > impressions.click).any()
 
 
-def test_impressions_are_their_requests_top_candidates(
-    impressions: pd.DataFrame, requests: pd.DataFrame
-) -> None:
+def test_impressions_are_their_requests_top_candidates(impressions: pd.DataFrame, requests: pd.DataFrame) -> None:
     candidates = np.stack(requests.candidates.to_numpy())
     assert candidates.shape == (len(requests), TINY.n_candidates)
     assert (np.sort(candidates, axis=1)[:, 1:] != np.sort(candidates, axis=1)[:, :-1]).all()

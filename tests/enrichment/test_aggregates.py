@@ -58,4 +58,3 @@ def test_bad_inputs_name_the_problem() -> None:
         user_aggregates(np.array([1, 2, 3]), np.ones((2, 3)), created, AS_OF)
     with pytest.raises(ValueError, match="no timezone"):
         user_aggregates(np.array([1, 2]), np.ones((2, 3)), created, AS_OF.replace(tzinfo=None))
-

@@ -20,10 +20,16 @@ HOUR_US = 3_600_000_000
 def fm_and_history() -> tuple[FoundationModel, HistoryIndex]:
     """Users 0-5 of countries 0 1 2 0 1 2; users 0 and 1 trained, with id rows far from the unknown row."""
     torch.manual_seed(0)
-    users = IdTable.from_table(pa.table({"user_id": pa.array(range(6), pa.int64()),
-                                         "u_country": pa.array([0, 1, 2, 0, 1, 2], pa.int32())}), "user_id", "u_")
-    items = IdTable.from_table(pa.table({"item_id": pa.array(range(5), pa.int64()),
-                                         "i_category": pa.array([0, 0, 1, 1, 2], pa.int32())}), "item_id", "i_")
+    users = IdTable.from_table(
+        pa.table({"user_id": pa.array(range(6), pa.int64()), "u_country": pa.array([0, 1, 2, 0, 1, 2], pa.int32())}),
+        "user_id",
+        "u_",
+    )
+    items = IdTable.from_table(
+        pa.table({"item_id": pa.array(range(5), pa.int64()), "i_category": pa.array([0, 0, 1, 1, 2], pa.int32())}),
+        "item_id",
+        "i_",
+    )
     fm = FoundationModel(FMConfig(history=8, hidden=64, embedding_dim=32), users, items).eval()
     with torch.no_grad():
         torch.nn.init.normal_(fm.user.ids.weight)

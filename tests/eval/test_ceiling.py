@@ -35,7 +35,9 @@ def _log(target: Path, requests: list[tuple[datetime, int, int]], signups: dict[
         },
         schema=REQUESTS,
     )  # fmt: skip
-    users = pa.table({"user_id": list(signups), "signup_ts": pa.array(list(signups.values()), pa.timestamp("us", "UTC"))})
+    users = pa.table(
+        {"user_id": list(signups), "signup_ts": pa.array(list(signups.values()), pa.timestamp("us", "UTC"))}
+    )
     with building(target) as folder:
         meta = {"name": "t", "source": "test", "start": str(T0), "end": str(T0 + 3 * H)}
         write_event_log(folder, table, impressions, users, pa.table({"item_id": [7]}), meta)

@@ -10,9 +10,9 @@ import pytest
 
 from solaris.data.hourly import HOUR
 from solaris.eval.fm_refresh import FIRST_VERSION_MIN_HOURS, refresh_hours
-from solaris.precompute.params import PrecomputeParams
 from solaris.eval.spans import ReplaySpans
 from solaris.models.splits import Span
+from solaris.precompute.params import PrecomputeParams
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SHADOW = PrecomputeParams.shadow_hours
@@ -31,7 +31,9 @@ def spans(train: int, logging: int, eval_: int) -> ReplaySpans:
         ((107, 65, 43), [124, 148]),  # MovieLens at 24x: two daily refreshes in the logging span
     ],
 )
-def test_daily_refreshes_end_one_day_before_the_evaluation_span(hours: tuple[int, int, int], expected: list[int]) -> None:
+def test_daily_refreshes_end_one_day_before_the_evaluation_span(
+    hours: tuple[int, int, int], expected: list[int]
+) -> None:
     assert refresh_hours(spans(*hours), "daily", SHADOW) == [T0 + h * HOUR for h in expected]
 
 

@@ -17,7 +17,8 @@ from solaris.eval.protocol import ALL_TIERS, FM, VM_BASE
 from solaris.eval.variants import VARIANTS, inputs, variant
 from solaris.models.features import VM_BASE_COLUMNS, IdTable
 from solaris.models.training import FitConfig, refresh_vm, vm_loss
-from solaris.models.vm import VARIANTS as FIRST_STAGE, VMConfig, VerticalModel, from_base, tier_columns
+from solaris.models.vm import VARIANTS as FIRST_STAGE
+from solaris.models.vm import VerticalModel, VMConfig, from_base, tier_columns
 from solaris.vms import DEFAULT_VMS
 
 CODE_DIM, VERSION = 4, "fm1-ae1-d4"
@@ -62,7 +63,9 @@ def _first_stage(train: ServedEvents) -> dict[str, VerticalModel]:
         config = replace(base.config, variant=name, embedding_version=VERSION if name.startswith("solaris") else "")
         start = from_base(base, config) if config.uses_embeddings else base
         x = inputs(variant(ALL_TIERS), train, CODE_DIM) if config.uses_embeddings else train.base
-        stages[name] = refresh_vm(start, (x, train.label), (x, train.label), FIT, name)[0] if config.uses_embeddings else start
+        stages[name] = (
+            refresh_vm(start, (x, train.label), (x, train.label), FIT, name)[0] if config.uses_embeddings else start
+        )
     return stages
 
 

@@ -13,8 +13,8 @@ import pytest
 from solaris.cli import main
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog, building, write_event_log
-from solaris.eval.profile import profile_log
 from solaris.data.schema import IMPRESSIONS, REQUESTS, TS
+from solaris.eval.profile import profile_log
 from solaris.precompute.params import PrecomputeParams
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)

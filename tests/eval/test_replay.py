@@ -7,22 +7,22 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import mlflow
 import numpy as np
 import pyarrow.compute as pc
 import pytest
 
+import mlflow
 from solaris.cli import main
 from solaris.config import Settings
+from solaris.embedding_version import parse_embedding_version
 from solaris.enrichment.tiers import FED_BY
 from solaris.eval.figures import ReplayReport
 from solaris.eval.job import EXPERIMENT
-from solaris.embedding_version import parse_embedding_version
 from solaris.eval.report import INVARIANTS, check_invariants
 from solaris.models.features import ts_micros
+from solaris.precompute.params import PrecomputeParams
 from solaris.serving.servedlog import read_served
 from solaris.store.codec import to_micros
-from solaris.precompute.params import PrecomputeParams
 from solaris.tracking.registry import CHAMPION, FM_MODEL, SHADOW
 from solaris.training.jobs import TRAINED_UNTIL
 from solaris.vms import DEFAULT_VMS
@@ -85,7 +85,9 @@ def test_every_vm_is_refreshed_and_scored_on_its_own_label(replayed: tuple[Setti
     assert cvr.model("FM").ne != ctr.model("FM").ne  # the FM's conversion head, not its click head
 
 
-def test_every_figure_has_its_interval_and_the_report_states_its_protocol(replayed: tuple[Settings, ReplayReport]) -> None:
+def test_every_figure_has_its_interval_and_the_report_states_its_protocol(
+    replayed: tuple[Settings, ReplayReport],
+) -> None:
     report = replayed[1]
     base = report.model("VM base").ne
     for m in report.models:
@@ -126,7 +128,9 @@ def test_each_tier_reports_its_marginal_coverage_and_ne_contribution(replayed: t
     assert report.coverage_marginal["a2a"] > 0
 
 
-def test_no_embedding_comes_from_the_future_or_from_the_fms_training_labels(replayed: tuple[Settings, ReplayReport]) -> None:
+def test_no_embedding_comes_from_the_future_or_from_the_fms_training_labels(
+    replayed: tuple[Settings, ReplayReport],
+) -> None:
     report = replayed[1]
     train_end = datetime.fromisoformat(report.spans["train"].split("/")[1])
     logging_start = datetime.fromisoformat(report.spans["logging"].split("/")[0])
@@ -190,9 +194,13 @@ def test_a_refreshed_fm_serves_from_mid_replay_and_served_features_never_mix_ver
     assert len(set(versions)) == len(versions)
     state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"
     end = datetime.fromisoformat(report.spans["eval"].split("/")[1])
-    served = read_served(state / "main" / "var" / "served" / LEAD.name, logging_start, end, parse_embedding_version(versions[0]).dim)
+    served = read_served(
+        state / "main" / "var" / "served" / LEAD.name, logging_start, end, parse_embedding_version(versions[0]).dim
+    )
     # Each served row carries the version that served its hour, and only that one.
-    serving = np.searchsorted([to_micros(s, "first_serving_hour") for s in starts], ts_micros(served["ts"]), side="right") - 1
+    serving = (
+        np.searchsorted([to_micros(s, "first_serving_hour") for s in starts], ts_micros(served["ts"]), side="right") - 1
+    )
     expected = np.array(versions)[serving]
     assert set(pc.unique(served["embedding_version"]).to_pylist()) == set(versions)
     assert (served["embedding_version"].to_numpy(zero_copy_only=False) == expected).all()
@@ -219,7 +227,9 @@ def test_a_refreshed_fm_is_written_in_shadow_first_and_no_hour_loses_ten_points_
     refreshed = report.fm_versions[1]
     first_serving = first_serving_hours(report)[1]
     client = replay_registry(settings)
-    trained_until = datetime.fromisoformat(client.get_model_version(FM_MODEL, refreshed["fm_version"]).tags[TRAINED_UNTIL])
+    trained_until = datetime.fromisoformat(
+        client.get_model_version(FM_MODEL, refreshed["fm_version"]).tags[TRAINED_UNTIL]
+    )
     assert trained_until + timedelta(hours=PrecomputeParams.shadow_hours) <= first_serving
     vm = client.get_model_version_by_alias(LEAD.registered_name, CHAMPION)
     assert vm.tags["embedding_version"] == refreshed["embedding_version"] and vm.tags[SHADOW] == "promoted"
@@ -258,6 +268,9 @@ def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings
         assert verifier.ne == swept[verifier.top_fraction].ne
     client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
     run = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])[0]
-    assert {f"speculation_budget_{points[1].fm_budget}_{k}" for k in ("coverage_pair", "hit_ceiling_ttl", "ne_gain_vs_verifier")} <= set(run.data.metrics)
+    assert {
+        f"speculation_budget_{points[1].fm_budget}_{k}"
+        for k in ("coverage_pair", "hit_ceiling_ttl", "ne_gain_vs_verifier")
+    } <= set(run.data.metrics)
     html = (settings.data_dir / "replay" / "tiny" / "seed-0" / "report" / "report.html").read_text()
     assert "Selectors at equal FM budgets" in html and "speculation.png" in html

@@ -14,6 +14,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
+from solaris.eval.arms import efficiency
 from solaris.eval.figures import (
     CUMULATIVE_TIERS,
     SWEEP_FRACTIONS,
@@ -25,7 +26,6 @@ from solaris.eval.figures import (
     TierContribution,
     VMFigures,
 )
-from solaris.eval.report.invariants import SATURATED_DIP
 from solaris.eval.protocol import ALL_TIERS, VM_BASE
 from solaris.eval.report import (
     INVARIANTS,
@@ -37,7 +37,7 @@ from solaris.eval.report import (
     table,
     write_html,
 )
-from solaris.eval.arms import efficiency
+from solaris.eval.report.invariants import SATURATED_DIP
 from solaris.eval.scoring import MIN_COHORT_EVENTS, score_cohorts, score_models
 from solaris.models.metrics import transfer_ratio
 
@@ -83,8 +83,13 @@ def make_report(seed: int = 0) -> ReplayReport:
             hour=(START + timedelta(hours=i)).isoformat(),
             span="logging" if i < 3 else "eval",
             served=1000 + i,
-            coverage={"pair": 0.40 + 0.01 * i + jitter, "a2a": 0.7 + jitter, "agg": 0.86 + jitter, "knn": 0.93 + jitter / 2,
-                      "cohort": 0.95 + jitter / 2},
+            coverage={
+                "pair": 0.40 + 0.01 * i + jitter,
+                "a2a": 0.7 + jitter,
+                "agg": 0.86 + jitter,
+                "knn": 0.93 + jitter / 2,
+                "cohort": 0.95 + jitter / 2,
+            },
             hit_rate=None if i == 0 else 0.6 + 0.02 * i,
             fm_calls=200 + 10 * i,
             staleness_hours_mean=None if i == 0 else 1.5 + 0.1 * i,
@@ -102,8 +107,13 @@ def make_report(seed: int = 0) -> ReplayReport:
         scored(
             SweepPoint(
                 top_fraction=f,
-                coverage={"pair": 0.2 + f + jitter, "a2a": 0.25 + f + jitter, "agg": 0.6 + f / 2, "knn": 0.7 + f / 2,
-                          "cohort": 0.72 + f / 2},
+                coverage={
+                    "pair": 0.2 + f + jitter,
+                    "a2a": 0.25 + f + jitter,
+                    "agg": 0.6 + f / 2,
+                    "knn": 0.7 + f / 2,
+                    "cohort": 0.72 + f / 2,
+                },
                 ne=0.87 - f / 20 - jitter,
                 transfer_ratio=None,
                 fm_calls_per_served_pair=f * 2,
@@ -215,7 +225,10 @@ def test_each_cohort_is_scored_on_its_rows_alone_and_a_small_one_is_left_unscore
     rng = np.random.default_rng(0)
     n = 4 * MIN_COHORT_EVENTS
     labels = (rng.random(n) < 0.3).astype(np.float32)
-    probs = {"FM": np.clip(0.3 + 0.3 * (labels - 0.3) + 0.1 * rng.standard_normal(n), 0.01, 0.99), "VM base": np.full(n, 0.3)}
+    probs = {
+        "FM": np.clip(0.3 + 0.3 * (labels - 0.3) + 0.1 * rng.standard_normal(n), 0.01, 0.99),
+        "VM base": np.full(n, 0.3),
+    }
     requests = np.arange(n) // 4
     rows = np.arange(n)
     cohorts = {"first half": rows < n // 2, "a few": rows < MIN_COHORT_EVENTS - 1}
@@ -259,8 +272,15 @@ def test_a_report_json_from_before_the_efficiency_figures_still_reads() -> None:
     raw = json.loads(make_report().to_json())
     raw.pop("efficiency")
     for hour in raw["hours"]:
-        for name in ("candidates", "covered_candidates", "hit_rate_ttl", "ttl_pairs", "ttl_hits", "ttl_pool_requested",
-                     "requested_auc"):
+        for name in (
+            "candidates",
+            "covered_candidates",
+            "hit_rate_ttl",
+            "ttl_pairs",
+            "ttl_hits",
+            "ttl_pool_requested",
+            "requested_auc",
+        ):
             hour.pop(name)
     for point in raw["sweep"]:
         point.pop("fm_calls_per_covered_candidate")
@@ -308,7 +328,9 @@ BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
         f"coverage by tier, hour {(START + timedelta(hours=4)).isoformat()}: pair",
     ),
     "the tiers after pair add nothing": (
-        lambda r: replace(r, hours=[replace(h, coverage=dict.fromkeys(h.coverage, h.coverage["pair"])) for h in r.hours]),
+        lambda r: replace(
+            r, hours=[replace(h, coverage=dict.fromkeys(h.coverage, h.coverage["pair"])) for h in r.hours]
+        ),
         "the tiers after pair add nothing",
     ),
     "a tier missing": (
@@ -342,7 +364,8 @@ BROKEN: dict[str, tuple[Callable[[ReplayReport], ReplayReport], str]] = {
             r,
             models=[
                 replace(m, transfer_ratio=None, transfer_ratio_ci95=None, ne_gain_ci95=[0.0, 0.2])
-                if m.name == "FM" else replace(m, transfer_ratio=None, transfer_ratio_ci95=None)
+                if m.name == "FM"
+                else replace(m, transfer_ratio=None, transfer_ratio_ci95=None)
                 for m in r.models
             ],
             sweep=[],
@@ -369,7 +392,10 @@ def test_a_saturated_every_tier_coverage_may_dip_by_a_handful_of_candidates() ->
     below = report.sweep[1].coverage["cohort"] - SATURATED_DIP
     assert check_invariants(_sweep_point(report, 2, cohort=below + 1e-6)) == []
     assert "cohort coverage falls" in check_invariants(_sweep_point(report, 2, cohort=below - 1e-6))[0]
-    assert "pair coverage falls" in check_invariants(_sweep_point(report, 2, pair=report.sweep[1].coverage["pair"] - 1e-6))[0]
+    assert (
+        "pair coverage falls"
+        in check_invariants(_sweep_point(report, 2, pair=report.sweep[1].coverage["pair"] - 1e-6))[0]
+    )
 
 
 def test_every_violation_is_reported_at_once(tmp_path: Path) -> None:
@@ -483,7 +509,9 @@ def test_seeds_without_a_transfer_ratio_are_left_out_of_its_spread_and_named() -
 
     expected = [r.model("SOLARIS pair").transfer_ratio for r in (reports[0], reports[2])]
     assert spreads["transfer ratio"]["SOLARIS pair"].mean == pytest.approx(statistics.fmean(expected))
-    assert spreads["NE"]["SOLARIS pair"].mean == pytest.approx(statistics.fmean(r.model("SOLARIS pair").ne for r in reports))
+    assert spreads["NE"]["SOLARIS pair"].mean == pytest.approx(
+        statistics.fmean(r.model("SOLARIS pair").ne for r in reports)
+    )
     assert "seed 1: transfer ratio undefined: the FM does not beat the base VM; transfer over the other seeds" in text
 
 
@@ -514,7 +542,9 @@ def test_every_vm_has_its_rows_and_the_summary_names_the_best_relative_gain() ->
     row = _line(text, "ctr (click; 5,000 events, 400 positive)")
     assert " FM " in row and f"{ctr.model('FM').ne:.4f}" in row  # each VM's rows open with the FM's matching head
     solaris = next(line for line in text.splitlines() if line.startswith("ctr (") and ALL_TIERS in line)
-    assert f"{ctr.model(ALL_TIERS).ne:.4f}" in solaris and f"{100 * ctr.model(ALL_TIERS).transfer_ratio:.1f}%" in solaris
+    assert (
+        f"{ctr.model(ALL_TIERS).ne:.4f}" in solaris and f"{100 * ctr.model(ALL_TIERS).transfer_ratio:.1f}%" in solaris
+    )
     assert "cvr (conversion; 5,000 events, 60 positive)" in text  # the rare label's count, beside its intervals
     gains = [(v.model(VM_BASE).log_loss - v.model(ALL_TIERS).log_loss) / v.model(VM_BASE).log_loss for v in (ctr, cvr)]
     assert f"up to {100 * max(gains):.1f}% relative log loss across 2 VMs" in text

@@ -9,7 +9,7 @@ import numpy as np
 
 from solaris.enrichment.tiers import COHORT, FED_BY, PAIR
 from solaris.eval.variants import TIER_LADDER, TIER_STEPS, WITHOUT_A2A, inputs
-from solaris.models.features import VM_BASE_COLUMNS, TIERS
+from solaris.models.features import TIERS, VM_BASE_COLUMNS
 
 DIM = 3
 

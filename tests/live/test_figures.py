@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from mlflow import MlflowClient
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.live.figures import EXPERIMENT, MlflowHours, append_hour, hour_line, load_log_path, read_hours
 from solaris.live.load import LoadStats

@@ -32,9 +32,15 @@ def requests_table() -> pa.Table:
 
 def test_each_request_becomes_a_rank_body_as_of_its_own_time() -> None:
     bodies = list(rank_bodies(requests_table()))
-    assert bodies[0] == (SIM + timedelta(minutes=40), {
-        "user_id": 1, "items": [4, 5, 6], "request_id": 7, "at": (SIM + timedelta(minutes=40)).isoformat(),
-    })  # fmt: skip  (a repeated candidate once: the API refuses duplicates)
+    assert bodies[0] == (
+        SIM + timedelta(minutes=40),
+        {
+            "user_id": 1,
+            "items": [4, 5, 6],
+            "request_id": 7,
+            "at": (SIM + timedelta(minutes=40)).isoformat(),
+        },
+    )  # fmt: skip  (a repeated candidate once: the API refuses duplicates)
 
 
 def test_an_hour_is_sent_in_time_order_each_request_when_the_clock_reaches_it_plus_the_lag() -> None:
@@ -52,7 +58,12 @@ def test_an_hour_is_sent_in_time_order_each_request_when_the_clock_reaches_it_pl
     assert whole and [r for _, r in sent] == [8, 9, 7] and {u for u, _ in sent} == {"http://ranker:8000/rank"}
     assert due == [CLOCK.wall_at(SIM + timedelta(minutes=m) + LAG) for m in (5, 20, 40)]
     assert stats.figures() == {
-        "sent": 3, "answered": 1, "not_ready": 1, "failed": 1, "ranker_p50_ms": 250.0, "ranker_p99_ms": 250.0,
+        "sent": 3,
+        "answered": 1,
+        "not_ready": 1,
+        "failed": 1,
+        "ranker_p50_ms": 250.0,
+        "ranker_p99_ms": 250.0,
     }  # fmt: skip  (only the answered request's round trip)
 
 
@@ -72,7 +83,9 @@ def test_an_hours_figures_are_percentiles_of_its_round_trips_and_totals_keep_onl
 def test_a_stop_while_waiting_sends_nothing_more() -> None:
     sent = []
     waits = iter([True, False])
-    stats, whole = send_hour("http://ranker", requests_table(), CLOCK, lambda at: next(waits), lambda u, b: sent.append(b) or 200)
+    stats, whole = send_hour(
+        "http://ranker", requests_table(), CLOCK, lambda at: next(waits), lambda u, b: sent.append(b) or 200
+    )
     assert len(sent) == 1 and stats.sent == 1 and not whole
 
 
@@ -107,14 +120,18 @@ def test_a_generated_hour_reaches_a_server_over_http_whole(tmp_path: Path) -> No
 def test_live_traffic_with_its_load_driver_sends_every_hour_it_writes_up_to_the_horizon(tmp_path: Path) -> None:
     """On a real clock (2 s per hour): the last two hours of the world written, then their requests sent, the
     last hour's a LAG after the horizon, before the run returns."""
-    world = LiveWorld(generate_world(PRESETS["tiny"].with_overrides(n_users=100, days=2), tmp_path / "w", hours=46).root)
+    world = LiveWorld(
+        generate_world(PRESETS["tiny"].with_overrides(n_users=100, days=2), tmp_path / "w", hours=46).root
+    )
     clock = LiveClock(world.end, datetime.now(UTC), hour_seconds=2)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     stats, written, figures = LoadStats(), [], {}
     try:
         url = f"http://127.0.0.1:{server.server_port}"
-        run_with_load(world, clock, threading.Event(), url, stats, written.append, on_sent=lambda h, s: figures.update({h: s}))
+        run_with_load(
+            world, clock, threading.Event(), url, stats, written.append, on_sent=lambda h, s: figures.update({h: s})
+        )
     finally:
         server.shutdown()
     assert datetime.now(UTC) >= clock.wall_at(world.horizon + LAG)  # not stopped at the horizon

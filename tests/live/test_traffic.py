@@ -34,7 +34,9 @@ def test_a_prefix_continued_hour_by_hour_is_the_whole_world(whole: EventLog, tmp
     assert live.end == prefix.end
     for k in range(18):
         assert live.write_next() == WORLD.start + (30 + k) * HOUR
-    for got, want in zip(hours_of(prefix, WORLD.start, live.horizon), hours_of(whole, WORLD.start, live.horizon), strict=True):
+    for got, want in zip(
+        hours_of(prefix, WORLD.start, live.horizon), hours_of(whole, WORLD.start, live.horizon), strict=True
+    ):
         assert got.num_rows > 0 and got.equals(want)
     meta, full = prefix.meta, whole.meta
     assert (meta["end"], meta["hours"], meta["counts"]) == (full["end"], full["hours"], full["counts"])

@@ -12,7 +12,7 @@ import torch
 from solaris.models.cost import flops_per_pair, parameter_count
 from solaris.models.features import VM_BASE_COLUMNS, HistoryIndex, IdTable, fm_matrix
 from solaris.models.fm import FMConfig, FoundationModel, embed
-from solaris.models.vm import VMConfig, VerticalModel, score
+from solaris.models.vm import VerticalModel, VMConfig, score
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +20,16 @@ def setup(make_impressions: Callable[..., pa.Table]) -> tuple[FoundationModel, n
     torch.manual_seed(0)
     table = make_impressions(np.random.default_rng(1), 300)
     table = table.append_column("position", pa.array(np.arange(300) % 8, pa.int16()))
-    users = IdTable.from_table(pa.table({"user_id": pa.array(range(6), pa.int64()),
-                                         "u_country": pa.array([0, 1, 2, 0, 1, 2], pa.int32())}), "user_id", "u_")
-    items = IdTable.from_table(pa.table({"item_id": pa.array(range(5), pa.int64()),
-                                         "i_category": pa.array([0, 0, 1, 1, 2], pa.int32())}), "item_id", "i_")
+    users = IdTable.from_table(
+        pa.table({"user_id": pa.array(range(6), pa.int64()), "u_country": pa.array([0, 1, 2, 0, 1, 2], pa.int32())}),
+        "user_id",
+        "u_",
+    )
+    items = IdTable.from_table(
+        pa.table({"item_id": pa.array(range(5), pa.int64()), "i_category": pa.array([0, 0, 1, 1, 2], pa.int32())}),
+        "item_id",
+        "i_",
+    )
     fm = FoundationModel(FMConfig(history=8, hidden=64, embedding_dim=32), users, items)
     return fm, fm_matrix(table, HistoryIndex.from_table(table), 8), users, items
 
@@ -58,7 +64,9 @@ def test_fm_costs_more_than_a_vm(setup: tuple) -> None:
     fm, x, users, items = setup
     vm = VerticalModel(VMConfig(variant="base"), users, items)
     assert parameter_count(fm) > parameter_count(vm)
-    assert flops_per_pair(fm, x[:16]) > flops_per_pair(vm, x[:16, : len(VM_BASE_COLUMNS)])  # ids and counters, as the FM
+    assert flops_per_pair(fm, x[:16]) > flops_per_pair(
+        vm, x[:16, : len(VM_BASE_COLUMNS)]
+    )  # ids and counters, as the FM
 
 
 def test_vm_refuses_a_matrix_of_the_wrong_width(setup: tuple) -> None:

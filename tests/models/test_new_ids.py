@@ -18,6 +18,7 @@ from solaris.training.jobs import World
 
 pytestmark = pytest.mark.slow
 
+
 @pytest.fixture(scope="module")
 def plain_world(tmp_path_factory: pytest.TempPathFactory) -> World:
     """The tiny world with its side features dropped: what a team's plain log holds."""

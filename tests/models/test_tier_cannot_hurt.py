@@ -10,7 +10,7 @@ import torch
 
 from solaris.models.features import VM_BASE_COLUMNS, IdTable
 from solaris.models.training import FitConfig, refresh_vm, train_vm, vm_loss
-from solaris.models.vm import VMConfig, VerticalModel, from_base, score
+from solaris.models.vm import VerticalModel, VMConfig, from_base, score
 from solaris.models.vm_data import VMData
 
 USERS = IdTable(np.zeros((21, 0), np.int64), ())
@@ -55,7 +55,9 @@ def test_a_vm_started_from_the_base_scores_exactly_as_the_base_whatever_its_tier
     x = _base_rows(rng, 500)
     width = len(SOLARIS.columns()) - len(VM_BASE_COLUMNS)
     started = from_base(base, SOLARIS)
-    np.testing.assert_allclose(score(started, _with_tiers(x, rng.normal(size=(500, width)) * 5)), score(base, x), atol=1e-6)
+    np.testing.assert_allclose(
+        score(started, _with_tiers(x, rng.normal(size=(500, width)) * 5)), score(base, x), atol=1e-6
+    )
     assert started.config.variant == "solaris" and base.config.variant == "base"
 
 

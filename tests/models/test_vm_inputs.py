@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from solaris.embedding_version import VersionMismatch
 from solaris.models import metrics
 from solaris.models.features import TIERS, VM_BASE_COLUMNS, IdTable
 from solaris.models.vm import VerticalModel, VMConfig, score
 from solaris.models.vm_data import SERVED_PAIR_COVERAGE, VMData, vm_inputs
-from solaris.vms import VMSpec
-from solaris.embedding_version import VersionMismatch
 from solaris.training.jobs import vm_eval
+from solaris.vms import VMSpec
 
 CONFIG = VMConfig(variant="solaris", code_dim=2, embedding_version="fm3-ae4-d2")
 # ids, hour, position, then the six log1p exposure counters
@@ -46,7 +46,9 @@ def test_base_variant_ignores_embeddings() -> None:
     np.testing.assert_array_equal(vm_inputs(VMConfig(), "anything", BASE, {}), BASE)
 
 
-def examples(base: np.ndarray, pair: np.ndarray, agg_flag: np.ndarray, served: np.ndarray, **columns: np.ndarray) -> VMData:
+def examples(
+    base: np.ndarray, pair: np.ndarray, agg_flag: np.ndarray, served: np.ndarray, **columns: np.ndarray
+) -> VMData:
     """VM examples with every label and FM head zero and every row at position 0 unless given."""
     n = len(base)
     zeros = np.zeros((n, 2), np.float32)
@@ -102,7 +104,9 @@ def test_each_vm_learns_its_own_label_at_its_own_positions_distilling_the_matchi
     fm_probs = np.array([[0.5, 0.1]] * n, np.float32)
     position = np.arange(n, dtype=np.int64)
     codes = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
-    data = examples(np.zeros((n, B), np.float32), codes, np.ones(n), codes, labels=labels, fm_probs=fm_probs, position=position)
+    data = examples(
+        np.zeros((n, B), np.float32), codes, np.ones(n), codes, labels=labels, fm_probs=fm_probs, position=position
+    )
     distils = VMConfig(variant="solaris_distilled", distill_alpha=0.5)
 
     cvr = data.for_vm(VMSpec("cvr", "conversion"))

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from mlflow import MlflowClient
 
+from mlflow import MlflowClient
 from solaris.config import Settings
+from solaris.embedding_version import embedding_version
 from solaris.precompute.summary import EXPERIMENT
 from solaris.store import FeatureStore, open_store
 from solaris.tracking import registry
-from solaris.embedding_version import embedding_version
 from solaris.vms import DEFAULT_VMS
 
 VMS = [spec.name for spec in DEFAULT_VMS]

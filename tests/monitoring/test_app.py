@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from fastapi.testclient import TestClient
-from health_world import PAIR_BATCHES, T, HealthWorld, closed_port, register_champion, run_key
+from health_world import PAIR_BATCHES, HealthWorld, T, closed_port, register_champion, run_key
 
 from solaris.config import Settings
 from solaris.live.clock import CLOCK_ENV, LiveClock
@@ -35,7 +35,9 @@ def test_health_json(health_world: HealthWorld) -> None:
     assert [(a["run_id"], a["status"]) for a in body["alerts"]] == [(run_key(11), "failed")]
     assert body["champion"] == {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb, "vm_name": "ctr"}
     chains = {v["vm"]: v["champion"] for v in body["vms"]}  # every configured VM, its own chain
-    assert chains == {vm: {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb, "vm_name": vm} for vm in ("ctr", "cvr")}
+    assert chains == {
+        vm: {"fm": "1", "ae": "1", "vm": "1", "embedding_version": emb, "vm_name": vm} for vm in ("ctr", "cvr")
+    }
     first = body["versions"][0]
     assert first["version"] == emb and first["champion"]
     pairs = first["tables"]["pair_embeddings"]

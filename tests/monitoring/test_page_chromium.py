@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 from fastapi import FastAPI
-from health_world import PAIR_BATCHES, T, HealthWorld, closed_port, register_champion, run_key
+from health_world import PAIR_BATCHES, HealthWorld, T, closed_port, register_champion, run_key
 
 from solaris.config import Settings
 from solaris.monitoring.app import create_app
@@ -122,7 +122,10 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
     champion = {name: version for name, version in page.cells(table={"id": "champion"})}
     assert champion["embedding version"] == emb and champion["FM (solaris-fm)"] == "1"
     vms = [page.cells(table={"id": "vms"}, row={"data-vm": vm}) for vm in ("ctr", "cvr")]
-    assert vms == [[["ctr (lead)", "solaris-vm-ctr", "1", "1", "1", emb]], [["cvr", "solaris-vm-cvr", "1", "1", "1", emb]]]
+    assert vms == [
+        [["ctr (lead)", "solaris-vm-ctr", "1", "1", "1", emb]],
+        [["cvr", "solaris-vm-cvr", "1", "1", "1", emb]],
+    ]
     [pairs] = page.cells(table={"data-version": emb}, row={"data-table": "pair_embeddings"})
     fresh = sum(b.n for b in PAIR_BATCHES if b.expires_at > T)
     assert pairs[:3] == ["pair_embeddings", str(sum(b.n for b in PAIR_BATCHES)), str(fresh)]

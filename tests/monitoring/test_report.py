@@ -6,10 +6,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from health_world import HOUR, PAIR_BATCHES, VMS, T, HealthWorld, closed_port, register_champion, run_key
-from mlflow import MlflowClient
+from health_world import HOUR, PAIR_BATCHES, VMS, HealthWorld, T, closed_port, register_champion, run_key
 from precompute_env import LEAD, precompute_settings
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.monitoring.report import MLFLOW, STORE, HealthReport, build_report
@@ -84,7 +84,8 @@ def test_coverage_by_hour_is_the_hour_before_each_run(health_world: HealthWorld)
     day = _report(health_world).coverage
     assert [p.hour for p in day] == [T.replace(hour=8), T.replace(hour=9)]
     assert day[0].shares == {
-        tier: health_world.figures[run_key(9)][f"coverage_{tier}"] for tier in ("pair", "a2a", "agg", "knn", "cohort", "any")
+        tier: health_world.figures[run_key(9)][f"coverage_{tier}"]
+        for tier in ("pair", "a2a", "agg", "knn", "cohort", "any")
     }
 
     last_three = _report(health_world, hours=3).coverage

@@ -11,8 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from health_world import HOUR, T, HealthWorld, add_run, run_key
-from health_world import VMS
+from health_world import HOUR, VMS, HealthWorld, T, add_run, run_key
 
 from solaris.config import Settings
 from solaris.monitoring.app import create_app

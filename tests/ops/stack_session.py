@@ -19,12 +19,11 @@ from typing import Any
 import psutil
 import psycopg
 import pytest
+from local_service import poll
 
 from solaris.config import Settings
 from solaris.ops.health import free_ports
 from solaris.ops.stack import StackState, state_path
-
-from local_service import poll
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 

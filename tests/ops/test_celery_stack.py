@@ -16,6 +16,18 @@ from pathlib import Path
 
 import psutil
 import pytest
+from mlflow_state import own_registry
+from precompute_env import copy_chain, precompute_settings
+from stack_session import (  # noqa: F401 (airflow_database: a fixture)
+    Api,
+    airflow_database,
+    left_behind,
+    solaris,
+    stack_up,
+    task_log_tails,
+    trigger_and_wait,
+)  # fmt: skip
+from store_state import store_checksum
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -26,13 +38,6 @@ from solaris.precompute.spec import run_key
 from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
-
-from mlflow_state import own_registry
-from precompute_env import copy_chain, precompute_settings
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api, airflow_database, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait,
-)  # fmt: skip
-from store_state import store_checksum
 
 DAG = "solaris_precompute"
 # The verifier: this stack's fresh registry holds no demand model.

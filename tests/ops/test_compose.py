@@ -329,4 +329,3 @@ def test_every_service_has_a_healthcheck_and_waits_on_health(services: dict[str,
         for dependency, condition in (service.get("depends_on") or {}).items():
             expected = "service_completed_successfully" if dependency in ONE_SHOT else "service_healthy"
             assert condition["condition"] == expected, f"{name} -> {dependency}"
-

@@ -16,7 +16,10 @@ SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.sh"
 def test_without_cuda_the_check_refuses_before_running_anything(tmp_path: Path) -> None:
     venv = Path(sys.executable).parent.parent  # the venv running the tests
     done = subprocess.run(
-        ["bash", str(SCRIPT), "--quick"], capture_output=True, text=True, timeout=120,
+        ["bash", str(SCRIPT), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PATH": "/usr/bin:/bin", "SOLARIS_VENV": str(venv), "HOME": str(tmp_path)},
     )
     assert done.returncode != 0

@@ -26,7 +26,10 @@ def test_a_live_stack_resumes_simulated_time_at_the_worlds_end(settings: Setting
     clock = live_clock(settings, StackConfig(live=True, hour_seconds=20), WALL)
     assert clock == LiveClock(WORLD.start + 30 * HOUR, WALL, 20)
     service = _traffic(settings, clock, "http://127.0.0.1:8000")
-    assert service.argv[1:4] == ["data", "live", "--heartbeat"] and service.argv[5:] == ["--ranker", "http://127.0.0.1:8000"]
+    assert service.argv[1:4] == ["data", "live", "--heartbeat"] and service.argv[5:] == [
+        "--ranker",
+        "http://127.0.0.1:8000",
+    ]
     assert LiveClock.from_json(service.env[CLOCK_ENV]) == clock
     assert service.env["SOLARIS_WORLD"] == settings.world
     assert service.check.url == f"file://{service.argv[4]}"

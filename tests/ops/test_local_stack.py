@@ -15,6 +15,17 @@ from pathlib import Path
 
 import psutil
 import pytest
+from local_service import poll
+from precompute_env import precompute_settings
+from stack_session import (  # noqa: F401 (airflow_database: a fixture)
+    Api,
+    airflow_database,
+    left_behind,
+    solaris,
+    stack_up,
+    task_log_tails,
+    trigger_and_wait,
+)  # fmt: skip
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -23,12 +34,6 @@ from solaris.ops.stack import airflow_password, state_path
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World
-
-from local_service import poll
-from precompute_env import precompute_settings
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api, airflow_database, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait,
-)  # fmt: skip
 
 DAG = "solaris_precompute"
 CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2}

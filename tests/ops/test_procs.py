@@ -30,7 +30,7 @@ def _wait_for(path: Path, log: Path) -> None:
 
 def test_stop_kills_orphans_outside_the_group_that_ignore_sigterm(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    script = f"({sys.executable} -c \"{STUBBORN}\" &); exec sleep 600"
+    script = f'({sys.executable} -c "{STUBBORN}" &); exec sleep 600'
     proc = procs.start("svc", ["sh", "-c", script], os.environ | {"READY": str(ready)}, tmp_path / "svc.log", tmp_path)
     try:
         _wait_for(ready, proc.log)

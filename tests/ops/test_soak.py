@@ -21,8 +21,17 @@ from typing import Any
 import pandas as pd
 import psutil
 import pytest
-from mlflow import MlflowClient
+from local_service import poll
+from stack_session import (  # noqa: F401 (airflow_database: a fixture)
+    Api,
+    airflow_database,
+    left_behind,
+    solaris,
+    stack_up,
+    task_log_tails,
+)  # fmt: skip
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.embedding_version import parse_embedding_version
@@ -36,11 +45,6 @@ from solaris.precompute.run_files import code_log_of
 from solaris.serving.servedlog import read_served, served_dir
 from solaris.store import open_store
 from solaris.vms import DEFAULT_VMS
-
-from local_service import poll
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api, airflow_database, left_behind, solaris, stack_up, task_log_tails,
-)  # fmt: skip
 
 HOUR_SECONDS = 40
 SOAK_HOURS = int(os.environ.get("SOLARIS_SOAK_HOURS", "12"))  # 24 for a whole day (the world has 28 left)
@@ -85,8 +89,12 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
         for dag in (PRECOMPUTE, TRAIN):
             api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": True})
         runs = {
-            dag: poll(f"{dag}'s last run", lambda dag=dag: dag_runs(api, dag),
-                      lambda runs: all(r["state"] in ("success", "failed") for r in runs), 600)  # fmt: skip
+            dag: poll(
+                f"{dag}'s last run",
+                lambda dag=dag: dag_runs(api, dag),
+                lambda runs: all(r["state"] in ("success", "failed") for r in runs),
+                600,
+            )  # fmt: skip
             for dag in (PRECOMPUTE, TRAIN)
         }
         page = api_json(state.urls["airflow"] + "/solaris/api/health?hours=48")
@@ -160,7 +168,10 @@ def mlflow_history(url: str, metric: str) -> dict[datetime, float]:
     """The live traffic's ``metric`` in MLflow, by the (simulated) time each value was logged at."""
     client = MlflowClient(url)
     (run,) = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
-    return {datetime.fromtimestamp(m.timestamp / 1000, UTC): m.value for m in client.get_metric_history(run.info.run_id, metric)}
+    return {
+        datetime.fromtimestamp(m.timestamp / 1000, UTC): m.value
+        for m in client.get_metric_history(run.info.run_id, metric)
+    }
 
 
 def dag_runs(api: Api, dag: str) -> list[dict[str, Any]]:

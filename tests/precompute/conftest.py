@@ -7,13 +7,12 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from precompute_env import backend_settings
+from precompute_logs import LogFactory, Request, build_log
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.training.jobs import TrainReport, World
-
-from precompute_env import backend_settings
-from precompute_logs import LogFactory, Request, build_log
 
 
 @pytest.fixture

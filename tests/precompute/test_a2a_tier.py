@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from precompute_env import store_rows
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -14,12 +15,8 @@ from solaris.precompute.run import run_hour
 from solaris.store import open_store
 from solaris.store.codec import decode_lists
 
-from precompute_env import store_rows
-
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu", "a2a_k": 5}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
-
-
 
 
 def test_a_user_is_served_its_codes_for_similar_items(run_settings: Settings) -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
+from precompute_env import precompute_settings
+from store_state import store_checksum
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute import nodes, run_files
@@ -18,9 +20,6 @@ from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
 from solaris.training.jobs import TrainReport, World
-
-from precompute_env import precompute_settings
-from store_state import store_checksum
 
 BUDGET = 400
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu", "selector": "budget", "fm_budget": BUDGET}
@@ -134,5 +133,7 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
     expected = select_top_fraction(pool.assign(score=score(vm, rows)), 0.3, run.params.per_user_cap)
     staged = run_files.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
     assert expected["forced"].any() and len(expected) < len(pool)
-    np.testing.assert_array_equal(staged[["user_id", "item_id"]].to_numpy(), expected[["user_id", "item_id"]].to_numpy())
+    np.testing.assert_array_equal(
+        staged[["user_id", "item_id"]].to_numpy(), expected[["user_id", "item_id"]].to_numpy()
+    )
     np.testing.assert_allclose(staged["score"], expected["score"], rtol=1e-6)

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from solaris.models.demand import DemandConfig
+from solaris.precompute.budget import select_within_budget
 from solaris.precompute.params import SELECTORS, PrecomputeParams
 from solaris.precompute.selection import REQUEUE
 from solaris.precompute.selectors import SELECTORS as IMPLEMENTED
-from solaris.precompute.budget import select_within_budget
-from solaris.models.demand import DemandConfig
 
 
 def pool(n: int, seed: int = 0) -> pd.DataFrame:
@@ -83,8 +83,7 @@ def test_cohort_gain_weighs_pairs_without_an_aggregate() -> None:
 
 
 def test_tier_columns_name_the_pair_and_aggregate_blocks() -> None:
-    from solaris.models.vm import VMConfig
-    from solaris.models.vm import tier_columns
+    from solaris.models.vm import VMConfig, tier_columns
 
     columns = VMConfig(variant="solaris", code_dim=4).columns()
     for tier in ("pair", "agg", "knn"):

@@ -4,10 +4,9 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
+from precompute_logs import T0, LogFactory, Request
 
 from solaris.precompute.candidates import SOURCES, CandidateConfig, count_by_source, generate_candidates
-
-from precompute_logs import T0, LogFactory, Request
 
 START = T0 + timedelta(hours=24)
 END = START + timedelta(hours=1)

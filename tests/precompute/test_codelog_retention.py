@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from precompute_env import precompute_settings
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -18,8 +19,6 @@ from solaris.precompute.run import run_hour
 from solaris.precompute.spec import HourRun, run_key
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World
-
-from precompute_env import precompute_settings
 
 T = datetime(2026, 3, 3, 5, tzinfo=UTC)
 H = timedelta(hours=1)
@@ -98,7 +97,6 @@ def test_a_retention_shorter_than_a_reader_looks_back_is_refused_by_name() -> No
     with pytest.raises(ValueError, match="code_log_retention_hours must be at least window_hours"):
         PrecomputeParams.from_mapping({"window_hours": 72})
     assert PrecomputeParams(code_log_retention_hours=72, window_hours=72).window_hours == 72
-
 
 
 @pytest.mark.slow

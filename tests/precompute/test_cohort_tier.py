@@ -13,8 +13,8 @@ from solaris.enrichment.cohorts import log_cohorts, user_cohorts
 from solaris.enrichment.tiers import COHORT, feeding_tier
 from solaris.models.features import HistoryIndex
 from solaris.precompute.cohort_codes import largest_cohorts, most_shown
-from solaris.precompute.knn_users import active_users
 from solaris.precompute.embedding import embed_codes, history_table
+from solaris.precompute.knn_users import active_users
 from solaris.precompute.run import run_hour
 from solaris.serving import Ranker
 from solaris.serving.champion import load_serving_model
@@ -46,7 +46,9 @@ def test_a_user_with_no_history_is_served_the_fms_code_for_a_new_user_of_its_coh
         cohorts = user_cohorts(fm.user, users)
         t = HOUR + timedelta(minutes=30)
         read = store.read_tiers_batch(record.embedding_version, users, listed, t, cohorts=cohorts)
-        late = store.read_tiers_batch(record.embedding_version, users, listed, HOUR + timedelta(hours=1), cohorts=cohorts)
+        late = store.read_tiers_batch(
+            record.embedding_version, users, listed, HOUR + timedelta(hours=1), cohorts=cohorts
+        )
         # The ranker finds the same cohorts in its VM's user table, and reports the tier.
         model = load_serving_model(registry.connect(run_settings), run_settings.vms()[0].name, record.vm_version)
         ts, positions = np.full(len(users), to_micros(t, "t")), np.zeros(len(users), np.int64)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from precompute_env import LEAD, store_rows
 
 from solaris.config import Settings
 from solaris.models import fm as fm_module
@@ -23,8 +24,6 @@ from solaris.store.codec import decode_lists
 from solaris.store.cohorts import COHORT_USER_BASE
 from solaris.store.validate import finite, finite_rows
 from solaris.tracking import registry
-
-from precompute_env import LEAD, store_rows
 
 COHORTS, ITEMS = 3, 12
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu", "cohorts": COHORTS, "cohort_items": ITEMS}

@@ -8,11 +8,10 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 import pytest
+from precompute_logs import T0, LogFactory
 
 from solaris.precompute.candidates import generate_candidates
 from solaris.precompute.demand_features import NAMES, columns, demand_features
-
-from precompute_logs import T0, LogFactory
 
 H = timedelta(hours=1)
 AT = T0 + 27 * H
@@ -73,7 +72,9 @@ def test_requests_at_or_after_the_time_are_invisible(make_log: LogFactory) -> No
 def test_covisitation_is_the_generators_own_score(make_log: LogFactory) -> None:
     # heads: [10, 11, 12] and [11, 13] co-occur; user 1's seeds are 11, 13, 12, 10 (newest first), user 2's 10
     found = generate_candidates(make_log(REQUESTS), AT, AT + H)
-    strength = {(u, i): c for u, i, c in zip(found["user_id"], found["item_id"], found["covisit_strength"], strict=True)}
+    strength = {
+        (u, i): c for u, i, c in zip(found["user_id"], found["item_id"], found["covisit_strength"], strict=True)
+    }
     # (1, 11): partner of 13, 12 and 10 once each; (1, 12): of 11 and 10; (1, 10): of 11 and 12 (kept as recent)
     assert [strength[1, 11], strength[1, 12], strength[1, 10]] == [3, 2, 2]
     # user 2's co-visit source offers 11 and 12 (partners of its seed 10, once each); 10 itself is recent

@@ -6,15 +6,16 @@ from datetime import timedelta
 
 import numpy as np
 import torch
+from precompute_logs import T0, LogFactory, Request
 
 from solaris.models.training import FitConfig
 from solaris.training.demand_fit import DemandPlan, train_demand, training_hours
 
-from precompute_logs import T0, LogFactory, Request
-
 H = timedelta(hours=1)
 TTL = 2
-PLAN = DemandPlan(train_hours=6, valid_hours=2, negative_rate=1.0, fit=FitConfig(epochs=2, batch_size=256, progress=False, threads=1))
+PLAN = DemandPlan(
+    train_hours=6, valid_hours=2, negative_rate=1.0, fit=FitConfig(epochs=2, batch_size=256, progress=False, threads=1)
+)
 UNTIL = T0 + 40 * H
 
 

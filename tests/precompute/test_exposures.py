@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from solaris.data.synthetic import PRESETS, generate_world
 from solaris.data.eventlog import EventLog
+from solaris.data.synthetic import PRESETS, generate_world
 from solaris.exposure import TTL_HOURS, WINDOWS_H
 from solaris.models.features import HistoryIndex, ts_micros
 from solaris.precompute.embedding import HISTORY_COLUMNS

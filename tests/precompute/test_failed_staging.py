@@ -17,7 +17,12 @@ H = timedelta(hours=1)
 
 def test_only_failed_runs_before_the_retention_lose_their_staging(tmp_path: Path) -> None:
     root = str(tmp_path / "staging")
-    runs = {"old-failed": (0, "failed"), "old-running": (1, None), "old-succeeded": (2, "succeeded"), "new-failed": (50, "failed")}
+    runs = {
+        "old-failed": (0, "failed"),
+        "old-running": (1, None),
+        "old-succeeded": (2, "succeeded"),
+        "new-failed": (50, "failed"),
+    }
     with open_store(SqliteStoreConfig(tmp_path / "store.db"), init=True) as store:
         version = store.register_embedding_version("1", "1", 8, created_at=T0)
         for run_id, (hour, status) in runs.items():

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from precompute_logs import T0, LogFactory
 
 from solaris.precompute.selection import drop_still_fresh, requeue_misses
 from solaris.store import FeatureStore, open_store
-
-from precompute_logs import T0, LogFactory
 
 START = T0 + timedelta(hours=24)
 HOUR = timedelta(hours=1)
@@ -33,18 +32,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FeatureSto
         opened.close()
 
 
-def write_pair(
-    store: FeatureStore, version: str, pair: tuple[int, int], created: datetime, ttl: timedelta
-) -> None:
+def write_pair(store: FeatureStore, version: str, pair: tuple[int, int], created: datetime, ttl: timedelta) -> None:
     users, items, vectors, scores = np.array([pair[0]]), np.array([pair[1]]), np.ones((1, 4)), np.array([0.5])
     store.write_pair_embeddings(
         "run1", version, users, items, vectors, scores, created_at=created, expires_at=created + ttl
     )
 
 
-def test_skips_pairs_fresh_past_until_and_requeues_last_hours_misses(
-    store: FeatureStore, make_log: LogFactory
-) -> None:
+def test_skips_pairs_fresh_past_until_and_requeues_last_hours_misses(store: FeatureStore, make_log: LogFactory) -> None:
     version = store.register_embedding_version("3", "2", 4, created_at=T0)
     # (1, 10) lasts until START + 3 h; (1, 11) expires at START + 30 min, before the interval ends.
     write_pair(store, version, (1, 10), created=START - HOUR, ttl=4 * HOUR)

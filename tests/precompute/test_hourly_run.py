@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from precompute_env import LEAD, copy_chain, precompute_settings
+from store_state import store_checksum
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -16,17 +18,12 @@ from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import LEAD, copy_chain, precompute_settings
-from store_state import store_checksum
-
 PARAMS = {"shards": 2, "batch_size": 2048, "device": "cpu"}
 FIRST_HOUR = timedelta(hours=30)  # the tiny world has 72 hours; a day of history before the first run
 
 
 def fixed_clock() -> datetime:
     return datetime(2030, 1, 1, tzinfo=UTC)
-
-
 
 
 def test_rerunning_an_hour_leaves_the_store_identical(run_settings: Settings) -> None:

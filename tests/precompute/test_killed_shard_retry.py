@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from precompute_env import LEAD, precompute_settings
+from store_state import store_checksum
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -29,9 +31,6 @@ from solaris.precompute.staging import Staging
 from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
-
-from precompute_env import LEAD, precompute_settings
-from store_state import store_checksum
 
 pytestmark = pytest.mark.slow
 

@@ -7,18 +7,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from precompute_env import store_rows
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.run import run_hour
 from solaris.store import FeatureStore, open_store
 
-from precompute_env import store_rows
-
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu"}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
-
-
 
 
 def _user_ids(store: FeatureStore, sql: str) -> set[int]:

@@ -10,14 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
+from precompute_logs import T0, build_log
 
 from solaris.data.schema import TS
 from solaris.models.features import IdTable
 from solaris.models.fm import FMConfig, FoundationModel, user_vectors
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.knn_users import active_users, with_fresh_codes
-
-from precompute_logs import T0, build_log
 
 H = timedelta(hours=1)
 

@@ -10,7 +10,17 @@ import pandas as pd
 import pytest
 
 from solaris.precompute.pipeline import (
-    CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW, SHADOW_CODES, SHADOW_USER_VECTORS, USER_VECTORS, Pipeline, Step,
+    CODES,
+    HISTORY,
+    POOL,
+    PRECOMPUTE,
+    SELECTED,
+    SHADOW,
+    SHADOW_CODES,
+    SHADOW_USER_VECTORS,
+    USER_VECTORS,
+    Pipeline,
+    Step,
 )  # fmt: skip
 from solaris.precompute.staging import Staging, StepStaging
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from precompute_logs import T0, LogFactory
 
 from solaris.config import Settings
 from solaris.data.hourly import available_hours
@@ -18,8 +19,6 @@ from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.scorelog import ScoreLog
 from solaris.precompute.spec import HourRun, run_key
 from solaris.store import open_store
-
-from precompute_logs import T0, LogFactory
 
 H = timedelta(hours=1)
 TTL = 4
@@ -120,7 +119,9 @@ def test_the_expire_step_prunes_the_score_log_beside_the_code_log(tmp_path: Path
     settings = Settings.from_env({"SOLARIS_HOME": str(tmp_path)})
     with open_store(settings.store_url, init=True):
         pass
-    run = HourRun(run_key(W), W, W + H, "3", "2", "7", "ctr", "fm3-ae2-d4", 4, PrecomputeParams(code_log_retention_hours=30))
+    run = HourRun(
+        run_key(W), W, W + H, "3", "2", "7", "ctr", "fm3-ae2-d4", 4, PrecomputeParams(code_log_retention_hours=30)
+    )
     scores_log = run_files.code_log(settings, run).score_log
     assert scores_log.path == settings.data_dir / "precompute" / "scores" / "fm3-ae2-d4"
     one = pd.DataFrame({"user_id": [1], "item_id": [10], "score": [1.0]})

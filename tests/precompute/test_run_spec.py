@@ -48,7 +48,9 @@ def test_params_refuse_unknown_and_out_of_range_values_by_name() -> None:
 
 
 def test_a_run_survives_the_xcom_round_trip() -> None:
-    run = HourRun(run_key(T), T, T + timedelta(hours=1), "3", "2", "7", "ctr", "fm3-ae2-d32", 32, PrecomputeParams(shards=4))
+    run = HourRun(
+        run_key(T), T, T + timedelta(hours=1), "3", "2", "7", "ctr", "fm3-ae2-d32", 32, PrecomputeParams(shards=4)
+    )
     again = HourRun.from_xcom(run.as_xcom())
     assert again == run and again.expires_at == T + timedelta(hours=4)
 

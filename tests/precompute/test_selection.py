@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 import pytest
+from precompute_logs import T0, LogFactory
 
 from solaris.precompute.selection import (
     REQUEUE,
@@ -15,8 +16,6 @@ from solaris.precompute.selection import (
     select_top_fraction,
     selection_budget,
 )
-
-from precompute_logs import T0, LogFactory
 
 START = T0 + timedelta(hours=24)
 

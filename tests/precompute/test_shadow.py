@@ -7,23 +7,28 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from mlflow import MlflowClient
+from precompute_env import LEAD, copy_chain, store_rows
+from store_state import store_checksum
+from test_hourly_run import FIRST_HOUR, PARAMS, fixed_clock
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.run import run_hour
 from solaris.store import open_store
 from solaris.tracking import registry
-from solaris.tracking.registry import CHALLENGER, CHAMPION, SHADOW, PinnedVersions
 from solaris.tracking.promotion import await_shadow, end_shadow
+from solaris.tracking.registry import CHALLENGER, CHAMPION, SHADOW, PinnedVersions
 from solaris.training.jobs import TrainReport, World
 
-from precompute_env import LEAD, copy_chain, store_rows
-from store_state import store_checksum
-from test_hourly_run import FIRST_HOUR, PARAMS, fixed_clock
-
 TIER_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours")
-SHADOW_STEPS = ("shadow_embed_shard", "shadow_write_pairs", "shadow_aggregates", "shadow_user_vectors", "shadow_neighbours")
+SHADOW_STEPS = (
+    "shadow_embed_shard",
+    "shadow_write_pairs",
+    "shadow_aggregates",
+    "shadow_user_vectors",
+    "shadow_neighbours",
+)
 
 
 @pytest.fixture

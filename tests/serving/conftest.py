@@ -11,18 +11,17 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from precompute_env import LEAD
 from tcp_proxy import TcpProxy
 
 from solaris.config import Settings
-from solaris.serving.champion import ServingModel, load_serving_model
+from solaris.embedding_version import parse_embedding_version
 from solaris.serving import Ranker
 from solaris.serving.app import Service
+from solaris.serving.champion import ServingModel, load_serving_model
 from solaris.store import FeatureStore, PostgresStoreConfig, open_store
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
-from solaris.embedding_version import parse_embedding_version
-
-from precompute_env import LEAD
 
 T = datetime(2026, 3, 1, 12, tzinfo=UTC)
 StoreFactory = Callable[[], FeatureStore]
@@ -69,9 +68,13 @@ def lay_out(store: FeatureStore, model: ServingModel, created: datetime = T - ti
     vectors = {"pair": codes(1, dim, 1), "agg": codes(1, dim, 2), "neighbour_pair": codes(1, dim, 3)}
     expires = created + TTL
     pairs = np.vstack([vectors["pair"], vectors["neighbour_pair"]])
-    store.write_pair_embeddings("r1", version, np.array([1, 3]), np.array([10, 20]), pairs, np.ones(2), created, expires)
+    store.write_pair_embeddings(
+        "r1", version, np.array([1, 3]), np.array([10, 20]), pairs, np.ones(2), created, expires
+    )
     store.write_user_aggregates("r1", version, np.array([1]), vectors["agg"], np.array([5]), 24, created, expires)
-    store.write_user_neighbours("r1", version, np.array([2]), np.array([[3, -1]]), np.array([[0.9, 0.0]]), created, expires)
+    store.write_user_neighbours(
+        "r1", version, np.array([2]), np.array([[3, -1]]), np.array([[0.9, 0.0]]), created, expires
+    )
     return Layout(store, version, vectors)
 
 

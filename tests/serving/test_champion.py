@@ -11,22 +11,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import T, Layout, lay_out
+from conftest import Layout, T, lay_out
 from fastapi.testclient import TestClient
-from mlflow import MlflowClient
 from mlflow_state import mlflow_http_server
+from precompute_env import LEAD
 from tcp_proxy import TcpProxy
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.serving import Ranker
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ChampionWatcher, ServingModel, load_serving_model
 from solaris.store import SqliteStoreConfig, open_store
 from solaris.tracking import registry
-from solaris.training.jobs import TrainReport, World
 from solaris.tracking.registry import CHAMPION
-
-from precompute_env import LEAD
+from solaris.training.jobs import TrainReport, World
 
 Trained = tuple[Settings, World, TrainReport]
 

@@ -36,7 +36,9 @@ class RefusedUntil(ChampionWatcher):
         self.loads += 1
         if self.loads <= self.refusals:
             raise ValueError("the feature store does not hold embedding version fm1-ae1-d8")
-        return type("Loaded", (), {"pinned": type("Pinned", (), {"vm": version, "embedding_version": "fm1-ae1-d8"})()})()
+        return type(
+            "Loaded", (), {"pinned": type("Pinned", (), {"vm": version, "embedding_version": "fm1-ae1-d8"})()}
+        )()
 
 
 def test_a_refused_champion_is_served_soon_after_the_store_can_hold_it_not_a_poll_later(tmp_path: Path) -> None:

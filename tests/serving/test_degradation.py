@@ -112,7 +112,9 @@ def test_served_http_rides_out_a_store_restart(
             deadline = time.monotonic() + RECOVERY_DEADLINE_S
             while (back := client.post("/rank", json=request)).json()["store"] != "ok":
                 assert back.status_code == 200, back.text
-                assert time.monotonic() < deadline, f"no answer from the store {RECOVERY_DEADLINE_S} s after it came back"
+                assert time.monotonic() < deadline, (
+                    f"no answer from the store {RECOVERY_DEADLINE_S} s after it came back"
+                )
                 time.sleep(0.2)
             assert back.status_code == 200 and back.json()["tiers"] == healthy.json()["tiers"]
             assert back.json()["scores"] == healthy.json()["scores"]

@@ -92,7 +92,9 @@ def assert_bounded_422(answer, field: str | int, message: str) -> list[dict]:  #
         ('{"user_id": 1, "items": [NaN, NaN], "positions": [0]}', "items", "must be a JSON integer"),
     ],
 )
-def test_numbers_and_text_json_cannot_echo_are_422_not_500(client: TestClient, body: str, field: str, message: str) -> None:
+def test_numbers_and_text_json_cannot_echo_are_422_not_500(
+    client: TestClient, body: str, field: str, message: str
+) -> None:
     assert_bounded_422(post_raw(client, body), field, message)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import T, assert_refused_naming, Layout
+from conftest import Layout, T, assert_refused_naming
 from fastapi.testclient import TestClient
 from precompute_env import LEAD
 from raw_id_logs import RAW_MAPPING, SPELLINGS, write_raw_id_log

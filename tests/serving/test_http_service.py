@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import schemathesis
-from schemathesis import GenerationMode
-from schemathesis.checks import negative_data_rejection, positive_data_acceptance
-from conftest import T, assert_refused_naming, TTL, Layout, lay_out, one_vm
+from conftest import TTL, Layout, T, assert_refused_naming, lay_out, one_vm
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 from tcp_proxy import TcpProxy
 
 from solaris.serving import Ranker
@@ -46,7 +46,9 @@ def test_rank_answers_scores_and_tiers_in_request_order(client: TestClient, cham
     assert body["vm_version"] == champion.pinned.vm and body["embedding_version"] == champion.pinned.embedding_version
 
 
-def test_a_new_user_is_answered_with_its_cohorts_code(client: TestClient, layout: Layout, champion: ServingModel) -> None:
+def test_a_new_user_is_answered_with_its_cohorts_code(
+    client: TestClient, layout: Layout, champion: ServingModel
+) -> None:
     """User 5 has no counters and no code: the code of its side-feature cohort feeds it, named in the answer."""
     code = np.ones((1, champion.code_dim), np.float32)
     prototype = prototype_ids(champion.cohorts(np.array([5])))
@@ -139,7 +141,9 @@ def test_no_request_the_schema_allows_or_breaks_gets_a_5xx(tmp_path: Path, champ
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {(op.method.upper(), op.path) for op in operations} >= {("POST", "/rank"), ("GET", "/metrics")}
     runs = [(op, GenerationMode.POSITIVE) for op in operations]
-    runs += [(op, GenerationMode.NEGATIVE) for op in operations if op.method.upper() == "POST"]  # the rest take no input
+    runs += [
+        (op, GenerationMode.NEGATIVE) for op in operations if op.method.upper() == "POST"
+    ]  # the rest take no input
     statuses: list[int] = []
 
     for operation, mode in runs:

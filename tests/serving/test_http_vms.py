@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import T, Layout
+from conftest import Layout, T
 from fastapi.testclient import TestClient
-from mlflow import MlflowClient
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ChampionWatcher
@@ -97,7 +97,9 @@ def test_moving_one_vms_champion_swaps_it_alone(
     assert rank(client, vm="cvr")["vm_version"] == moved != before["cvr"]
     assert rank(client, vm="ctr")["vm_version"] == before["ctr"]
     metrics = client.get("/metrics").text
-    assert f'vm="cvr",vm_version="{moved}"}} 1.0' in metrics and f'vm="cvr",vm_version="{before["cvr"]}"}} 0.0' in metrics
+    assert (
+        f'vm="cvr",vm_version="{moved}"}} 1.0' in metrics and f'vm="cvr",vm_version="{before["cvr"]}"}} 0.0' in metrics
+    )
     assert f'vm="ctr",vm_version="{before["ctr"]}"}} 1.0' in metrics
 
 
@@ -115,7 +117,9 @@ def test_a_vm_reading_an_embedding_version_the_store_lacks_is_refused_by_name(
     for spec in DEFAULT_VMS:
         champion = registry.resolve_champions(registry_client, spec.name)
         refused = f"{spec.registered_name} version {champion.vm} reads embedding version {champion.embedding_version}"
-        assert f"VM {spec.name}: loading {spec.registered_name} version {champion.vm}: {refused}" in ready.json()["detail"]
+        assert (
+            f"VM {spec.name}: loading {spec.registered_name} version {champion.vm}: {refused}" in ready.json()["detail"]
+        )
         assert f'solaris_champion_refresh_failures_total{{stage="load",vm="{spec.name}"}} 1.0' in metrics
 
 

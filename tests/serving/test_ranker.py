@@ -8,16 +8,16 @@ from datetime import timedelta
 import numpy as np
 import pytest
 import torch
-from conftest import TTL, StoreFactory, T, Layout, lay_out
+from conftest import TTL, Layout, StoreFactory, T, lay_out
 
-from solaris.serving import Ranker
-from solaris.store import sqlite as sqlite_store
-from solaris.serving.champion import ServingModel
 from solaris import exposure
-from solaris.models.features import TIERS, VM_BASE_COLUMNS
-from solaris.store.base import ExposureCounts
-from solaris.enrichment.tiers import absent, served_inputs
 from solaris.embedding_version import VersionMismatch, parse_embedding_version
+from solaris.enrichment.tiers import absent, served_inputs
+from solaris.models.features import TIERS, VM_BASE_COLUMNS
+from solaris.serving import Ranker
+from solaris.serving.champion import ServingModel
+from solaris.store import sqlite as sqlite_store
+from solaris.store.base import ExposureCounts
 
 
 def test_each_candidate_gets_its_tier(layout: Layout, champion: ServingModel) -> None:

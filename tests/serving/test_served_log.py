@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import T, Layout
+from conftest import Layout, T
 
 from solaris import exposure
 from solaris.models.features import TIERS, VM_BASE_COLUMNS
@@ -30,7 +30,9 @@ def test_served_rows_round_trip_by_hour(layout: Layout, champion: ServingModel, 
     second = ranker.rank(2, np.array([20, 30]), T + timedelta(hours=1, minutes=5), request_id=8)
     ranker.close()
 
-    hour_one = read_served(tmp_path / "served", T.replace(minute=0), T.replace(minute=0) + timedelta(hours=1), champion.code_dim)
+    hour_one = read_served(
+        tmp_path / "served", T.replace(minute=0), T.replace(minute=0) + timedelta(hours=1), champion.code_dim
+    )
     everything = read_served(tmp_path / "served", T - timedelta(hours=1), T + timedelta(hours=3), champion.code_dim)
     assert hour_one["request_id"].to_pylist() == [7, 7] and everything.num_rows == 4
 

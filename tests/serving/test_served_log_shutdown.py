@@ -19,14 +19,14 @@ from pathlib import Path
 import httpx
 import numpy as np
 import psutil
-from conftest import T, Layout
+from conftest import Layout, T
 from fastapi.testclient import TestClient
 from serve_process import laid_out_settings, start_serve
 
 from solaris.config import Settings
+from solaris.models.features import TIERS, VM_BASE_COLUMNS
 from solaris.serving.app import ServiceConfig, build_service, create_app
 from solaris.serving.champion import ServingModel
-from solaris.models.features import VM_BASE_COLUMNS, TIERS
 from solaris.serving.servedlog import ServedBatch, ServedLog, read_served, served_dir
 from solaris.training.jobs import TrainReport, World
 
@@ -160,7 +160,9 @@ def synthetic_batch(request_id: int, dim: int = 4) -> ServedBatch:
     inputs = np.zeros((3, len(VM_BASE_COLUMNS) + len(TIERS) * (dim + 1)), np.float32)
     inputs[:, 0], inputs[:, 1] = 1, [10, 11, 12]
     ts = np.full(3, int(T.timestamp() * 1_000_000))
-    return ServedBatch(inputs, np.zeros(3, np.float32), np.zeros(3, np.int8), ts, np.full(3, request_id), "vm", "e", dim)
+    return ServedBatch(
+        inputs, np.zeros(3, np.float32), np.zeros(3, np.int8), ts, np.full(3, request_id), "vm", "e", dim
+    )
 
 
 def test_a_writer_process_outlives_a_sigterm_even_while_it_starts(tmp_path: Path) -> None:

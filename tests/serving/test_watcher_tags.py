@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import mlflow
 import numpy as np
 import pytest
 import torch
 from conftest import T, lay_out
-from mlflow import MlflowClient
 from mlflow_state import own_registry
+from precompute_env import LEAD
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.embedding_version import VersionMismatch, embedding_version
 from solaris.models.features import IdTable
@@ -27,8 +28,6 @@ from solaris.serving.champion import ChampionWatcher, load_serving_model
 from solaris.store import FeatureStore, SqliteStoreConfig, open_store
 from solaris.tracking import registry
 from solaris.tracking.registry import AE_MODEL, CHAMPION, FM_MODEL
-
-from precompute_env import LEAD
 
 VM_MODEL = LEAD.registered_name
 
@@ -45,7 +44,9 @@ def client(settings: Settings) -> Iterator[MlflowClient]:
 def tiny_vm(trained_on: str, seed: int) -> VerticalModel:
     users = IdTable(features=np.arange(1, 6, dtype=np.int64)[:, None] % 3, names=("u_group",))
     items = IdTable(features=np.arange(1, 41, dtype=np.int64)[:, None] % 4, names=("i_group",))
-    config = VMConfig(variant="solaris", code_dim=DIM, id_dim=4, context_dim=2, hidden=(8,), embedding_version=trained_on)
+    config = VMConfig(
+        variant="solaris", code_dim=DIM, id_dim=4, context_dim=2, hidden=(8,), embedding_version=trained_on
+    )
     torch.manual_seed(seed)
     return VerticalModel(config, users, items).eval()
 
@@ -57,7 +58,11 @@ def log_vm(client: MlflowClient, settings: Settings, model: VerticalModel, tag: 
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-vm"))
     with mlflow.start_run():
         return registry.log_model(
-            client, model, VM_MODEL, model.config.columns(), example,
+            client,
+            model,
+            VM_MODEL,
+            model.config.columns(),
+            example,
             {"role": "vm", "variant": model.config.variant, "embedding_version": tag},
         )
 

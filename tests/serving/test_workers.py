@@ -16,7 +16,9 @@ from solaris.training.jobs import TrainReport, World
 
 
 def candidates_served(metrics: str) -> float:
-    return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("solaris_rank_candidates_total{"))
+    return sum(
+        float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("solaris_rank_candidates_total{")
+    )
 
 
 def test_two_workers_serve_and_report_their_metrics_together(

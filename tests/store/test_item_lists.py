@@ -58,4 +58,7 @@ def test_lists_of_different_lengths_are_padded_to_the_longest() -> None:
     lists = ItemListCache().lists_at(
         "v", 1, np.array([3, 7]), HOUR, lambda: [(1, 3, 0, 2 * HOUR, long), (1, 7, 0, 2 * HOUR, short)]
     )
-    assert lists.neighbour_ids.tolist() == [[4, 5], [8, -1]] and lists.similarities.tolist() == [[0.5, 0.25], [1.0, 0.0]]
+    assert lists.neighbour_ids.tolist() == [[4, 5], [8, -1]] and lists.similarities.tolist() == [
+        [0.5, 0.25],
+        [1.0, 0.0],
+    ]

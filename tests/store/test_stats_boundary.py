@@ -23,7 +23,9 @@ def write_at_boundary(store: FeatureStore, version: str, at: datetime = T) -> No
     created = at - HOUR
     for user, expires in ((1, at), (2, at + US)):
         users = np.array([user])
-        store.write_pair_embeddings("r", version, users, np.array([10]), vecs(1, seed=user), np.ones(1), created, expires)
+        store.write_pair_embeddings(
+            "r", version, users, np.array([10]), vecs(1, seed=user), np.ones(1), created, expires
+        )
         store.write_user_aggregates("r", version, users, vecs(1, seed=user), np.array([3]), 24, created, expires)
         store.write_user_neighbours("r", version, users, np.array([[5]]), np.array([[0.5]]), created, expires)
         store.write_item_neighbours("r", version, users, np.array([[5]]), np.array([[0.5]]), created, expires)
@@ -36,8 +38,11 @@ def test_a_row_expiring_at_t_is_not_counted_fresh_at_t(store: FeatureStore, vers
     write_at_boundary(store, version)
     at_t = store.stats(version, T)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in at_t.items()} == {
-        "pair_embeddings": (2, 1, 1), "user_aggregates": (2, 1, 1), "user_neighbours": (2, 1, 1),
-        "item_neighbours": (2, 1, 1), "exposure_counts": (2, 1, 1),
+        "pair_embeddings": (2, 1, 1),
+        "user_aggregates": (2, 1, 1),
+        "user_neighbours": (2, 1, 1),
+        "item_neighbours": (2, 1, 1),
+        "exposure_counts": (2, 1, 1),
     }
     assert at_t["pair_embeddings"].fresh_share == 0.5
 
@@ -48,13 +53,19 @@ def test_both_rows_are_fresh_a_microsecond_before_and_none_a_microsecond_after(
     write_at_boundary(store, version)
     before = store.stats(version, T - US)
     assert {name: (s.fresh, s.expiring_within_hour) for name, s in before.items()} == {
-        "pair_embeddings": (2, 2), "user_aggregates": (2, 2), "user_neighbours": (2, 2), "item_neighbours": (2, 2),
+        "pair_embeddings": (2, 2),
+        "user_aggregates": (2, 2),
+        "user_neighbours": (2, 2),
+        "item_neighbours": (2, 2),
         "exposure_counts": (2, 2),
     }
     after = store.stats(version, T + US)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in after.items()} == {
-        "pair_embeddings": (2, 0, 0), "user_aggregates": (2, 0, 0), "user_neighbours": (2, 0, 0),
-        "item_neighbours": (2, 0, 0), "exposure_counts": (2, 0, 0),
+        "pair_embeddings": (2, 0, 0),
+        "user_aggregates": (2, 0, 0),
+        "user_neighbours": (2, 0, 0),
+        "item_neighbours": (2, 0, 0),
+        "exposure_counts": (2, 0, 0),
     }
 
 

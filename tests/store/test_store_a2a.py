@@ -36,9 +36,13 @@ def test_worked_example(store: FeatureStore, version: str) -> None:
     put_pair(store, version, 1, 14, v[2])
     put_pair(store, version, 2, 22, vecs(1, seed=22)[0])  # another user's code for 22: not user 1's
     store.write_item_neighbours(
-        "r", version, np.array([10, 11, 13, 14]),
+        "r",
+        version,
+        np.array([10, 11, 13, 14]),
         np.array([[20, 21, 22], [22, -1, -1], [20, -1, -1], [20, 15, -1]]),
-        np.array([[0.8, 0.2, 0.5], [0.9, 0, 0], [-0.5, 0, 0], [1.0, 0.3, 0]]), H, H + 5 * HOUR,
+        np.array([[0.8, 0.2, 0.5], [0.9, 0, 0], [-0.5, 0, 0], [1.0, 0.3, 0]]),
+        H,
+        H + 5 * HOUR,
     )
     got = store.read_tiers(version, 1, np.array([10, 11, 12, 13, 14, 20]), H + HOUR)
     assert got.a2a.dtype == np.float32 and got.a2a.shape == (6, DIM)
@@ -134,10 +138,18 @@ def test_a_write_replaces_each_listed_items_list_whole(store: FeatureStore, vers
 )
 def test_bad_batches_are_refused_whole(store: FeatureStore, version: str, change: dict, message: str) -> None:
     put_list(store, version, 7, [30], [0.5])
-    args = dict(
-        run_id="r", version=version, item_ids=np.array([7, 8, 9]), neighbour_ids=np.array([[1, 2], [3, 4], [4, 5]]),
-        similarities=np.full((3, 2), 0.5), created_at=H, expires_at=H + HOUR,
-    ) | change
+    args = (
+        dict(
+            run_id="r",
+            version=version,
+            item_ids=np.array([7, 8, 9]),
+            neighbour_ids=np.array([[1, 2], [3, 4], [4, 5]]),
+            similarities=np.full((3, 2), 0.5),
+            created_at=H,
+            expires_at=H + HOUR,
+        )
+        | change
+    )
     with pytest.raises(StoreError, match=message):
         store.write_item_neighbours(**args)
     with store.engine.connect() as conn:  # type: ignore[attr-defined]

@@ -8,9 +8,9 @@ import pytest
 from store_helpers import DIM, HOUR, T0, vecs
 
 from solaris import exposure
-from solaris.store.cohorts import prototype_ids
 from solaris.store import FeatureStore, StoreError
 from solaris.store.base import ExposureCounts, StoreReadTimeout
+from solaris.store.cohorts import prototype_ids
 
 W = len(exposure.WINDOWS_H)
 COHORT_A, COHORT_B = 5, 9

@@ -22,8 +22,14 @@ def write_generation(store: FeatureStore, version: str, k: int) -> None:
     """Every vector of generation k is filled with k; the expiry hour moves so rows change partition."""
     n = len(ITEMS)
     store.write_pair_embeddings(
-        f"run-{k}", version, np.ones(n, dtype=np.int64), ITEMS, np.full((n, DIM), k, dtype=np.float32),
-        np.full(n, k, dtype=np.float32), T0, T0 + (1 + k % 3) * HOUR,
+        f"run-{k}",
+        version,
+        np.ones(n, dtype=np.int64),
+        ITEMS,
+        np.full((n, DIM), k, dtype=np.float32),
+        np.full(n, k, dtype=np.float32),
+        T0,
+        T0 + (1 + k % 3) * HOUR,
     )
 
 
@@ -122,7 +128,9 @@ def test_two_writers_of_the_same_keys_at_once(store: FeatureStore, version: str)
                         np.full(len(users), w, np.float32), T0, T0 + (1 + w) * HOUR,
                     )  # fmt: skip
                     step.wait()
-                    store.write_user_aggregates(run, version, order, np.full((n, DIM), w), np.ones(n, int), 24, T0, T0 + 9 * HOUR)
+                    store.write_user_aggregates(
+                        run, version, order, np.full((n, DIM), w), np.ones(n, int), 24, T0, T0 + 9 * HOUR
+                    )
                     step.wait()
                     store.write_user_neighbours(run, version, order, lists, np.ones((n, 3)), T0, T0 + 9 * HOUR)
             except BaseException:
@@ -135,11 +143,15 @@ def test_two_writers_of_the_same_keys_at_once(store: FeatureStore, version: str)
 
     assert count_rows(store, "pair_embeddings") == len(WRITER_USERS) * len(PAIR_ITEMS)  # one row per key
     assert count_rows(store, "user_neighbours") == len(WRITER_USERS) * 3
-    read = store.read_tiers_batch(version, np.repeat(WRITER_USERS, len(PAIR_ITEMS)), np.tile(PAIR_ITEMS, len(WRITER_USERS)), T0)
+    read = store.read_tiers_batch(
+        version, np.repeat(WRITER_USERS, len(PAIR_ITEMS)), np.tile(PAIR_ITEMS, len(WRITER_USERS)), T0
+    )
     assert read.pair_mask.all() and read.user_agg_mask.all()
     assert len(np.unique(read.pair)) == 1 and len(np.unique(read.user_agg)) == 1, "a table mixes the two writers"
     with store.engine.connect() as conn:  # type: ignore[attr-defined]
-        rows = conn.exec_driver_sql("SELECT user_id, neighbour_id FROM user_neighbours ORDER BY user_id, neighbour_id").all()
+        rows = conn.exec_driver_sql(
+            "SELECT user_id, neighbour_id FROM user_neighbours ORDER BY user_id, neighbour_id"
+        ).all()
     stored = np.array(rows).reshape(len(WRITER_USERS), 3, 2)[:, :, 1]
     assert any(np.array_equal(stored, neighbour_lists(w)) for w in (0, 1)), "neighbour lists mix the two writers"
 
@@ -160,7 +172,16 @@ def test_expiry_while_readers_read(store: FeatureStore, version: str) -> None:
     every = np.concatenate([LIVE, *(generation_items(g) for g in range(1, GENERATIONS + 1))])
     expires = np.concatenate([np.full(len(LIVE), 100), *(np.full(50, g) for g in range(1, GENERATIONS + 1))])
     generation = np.concatenate([np.zeros(len(LIVE)), *(np.full(50, g) for g in range(1, GENERATIONS + 1))])
-    store.write_pair_embeddings("live", version, np.ones(len(LIVE), int), LIVE, np.zeros((len(LIVE), DIM)), np.ones(len(LIVE)), T0, T0 + 100 * HOUR)
+    store.write_pair_embeddings(
+        "live",
+        version,
+        np.ones(len(LIVE), int),
+        LIVE,
+        np.zeros((len(LIVE), DIM)),
+        np.ones(len(LIVE)),
+        T0,
+        T0 + 100 * HOUR,
+    )
     done = threading.Event()
     reads = [0] * 4
 

@@ -71,8 +71,16 @@ def test_airflow_connection_resolves_to_a_working_store(tmp_path: Path, monkeypa
 
     pg = Connection(conn_id="pg", uri="postgres://postgres@127.0.0.1:5432/solaris")
     assert url_from_connection(pg) == "postgresql+psycopg://postgres@127.0.0.1:5432/solaris"
-    typed = Connection(conn_id="x", conn_type="postgres", host="db", login="u", password="p@ss", port=5433,
-                       schema="fs", extra='{"schema": "serving"}')
+    typed = Connection(
+        conn_id="x",
+        conn_type="postgres",
+        host="db",
+        login="u",
+        password="p@ss",
+        port=5433,
+        schema="fs",
+        extra='{"schema": "serving"}',
+    )
     assert parse_store_url(url_from_connection(typed)) == PostgresStoreConfig(
         "postgresql+psycopg://u:p%40ss@db:5433/fs", schema="serving"
     )

@@ -29,8 +29,12 @@ def test_expire_deletes_exactly_the_expired_rows_in_batches(store: FeatureStore,
     first = store.expire(T0 + HOUR, batch_size=2)
     # The T0+1h rows sit in the partition [T0+1h, T0+2h), not wholly expired at T0+1h: deleted row by row.
     assert first == {
-        "pair_embeddings": 5, "user_aggregates": 0, "user_neighbours": 0, "item_neighbours": 2,
-        "exposure_counts": 0, "pair_partitions_dropped": 0,
+        "pair_embeddings": 5,
+        "user_aggregates": 0,
+        "user_neighbours": 0,
+        "item_neighbours": 2,
+        "exposure_counts": 0,
+        "pair_partitions_dropped": 0,
     }
     assert count_rows(store, "pair_embeddings") == 11
     assert count_rows(store, "item_neighbours") == 1  # one row per item list
@@ -76,6 +80,8 @@ def test_postgres_expiry_drops_whole_hour_partitions(store: FeatureStore, versio
 
 def partitions(store: FeatureStore) -> int:
     with store.engine.connect() as conn:  # type: ignore[attr-defined]
-        return int(conn.exec_driver_sql(
-            "SELECT count(*) FROM pg_inherits WHERE inhparent = 'pair_embeddings'::regclass"
-        ).scalar_one())
+        return int(
+            conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_inherits WHERE inhparent = 'pair_embeddings'::regclass"
+            ).scalar_one()
+        )

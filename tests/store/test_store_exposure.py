@@ -22,15 +22,19 @@ def counts(users, user_counts, pairs=()) -> ExposureCounts:
     """``pairs``: (user, item, counts) triples."""
     pair_users, pair_items, pair_counts = zip(*pairs, strict=True) if pairs else ((), (), ())
     return ExposureCounts(
-        np.array(users, np.int64), np.array(user_counts, np.int64).reshape(-1, W), np.array(pair_users, np.int64),
-        np.array(pair_items, np.int64), np.array(pair_counts, np.int64).reshape(-1, W),
+        np.array(users, np.int64),
+        np.array(user_counts, np.int64).reshape(-1, W),
+        np.array(pair_users, np.int64),
+        np.array(pair_items, np.int64),
+        np.array(pair_counts, np.int64).reshape(-1, W),
     )
 
 
 # User 1 was shown items 10 and 20, user 2 item 10, user 3 nothing in the windows (it still has a row).
 # The pairs come unordered: the store sorts them.
 WORKED = counts(
-    [1, 3, 2], [[2, 5, 9], [1, 1, 1], [0, 0, 7]],
+    [1, 3, 2],
+    [[2, 5, 9], [1, 1, 1], [0, 0, 7]],
     [(1, 20, [0, 1, 4]), (2, 10, [0, 0, 2]), (1, 10, [1, 2, 3])],
 )
 
@@ -54,11 +58,19 @@ def test_a_users_counts_come_back_with_each_requested_items_pair_counts(store: F
     assert store.write_exposure_counts("r", WORKED, T0, EXPIRES) == 3
     assert count_rows(store, "exposure_counts") == 3
     assert exposure_at(store, version, [1, 1, 1, 1], [10, 30, 20, 10]) == [
-        [2, 5, 9, 1, 2, 3], [2, 5, 9, 0, 0, 0], [2, 5, 9, 0, 1, 4], [2, 5, 9, 1, 2, 3],
+        [2, 5, 9, 1, 2, 3],
+        [2, 5, 9, 0, 0, 0],
+        [2, 5, 9, 0, 1, 4],
+        [2, 5, 9, 1, 2, 3],
     ]
     # Two users and a repeated item in one request; user 4 has no row.
     assert exposure_at(store, version, [2, 1, 2, 4, 3, 2], [10, 20, 20, 10, 10, 10]) == [
-        [0, 0, 7, 0, 0, 2], [2, 5, 9, 0, 1, 4], [0, 0, 7, 0, 0, 0], [0] * 6, [1, 1, 1, 0, 0, 0], [0, 0, 7, 0, 0, 2],
+        [0, 0, 7, 0, 0, 2],
+        [2, 5, 9, 0, 1, 4],
+        [0, 0, 7, 0, 0, 0],
+        [0] * 6,
+        [1, 1, 1, 0, 0, 0],
+        [0, 0, 7, 0, 0, 2],
     ]
     assert store.read_tiers(version, 1, np.array([20]), T0).exposure.tolist() == [[2, 5, 9, 0, 1, 4]]
 
@@ -101,7 +113,9 @@ def test_a_second_write_replaces_the_users_row_whole(store: FeatureStore, versio
     assert store.write_exposure_counts("r2", replacing, later, later + 2 * HOUR) == 1
     assert count_rows(store, "exposure_counts") == 3
     assert exposure_at(store, version, [1, 1, 2], [10, 20, 10], later) == [
-        [3, 6, 10, 0, 0, 0], [3, 6, 10, 1, 2, 5], [0, 0, 7, 0, 0, 2],
+        [3, 6, 10, 0, 0, 0],
+        [3, 6, 10, 1, 2, 5],
+        [0, 0, 7, 0, 0, 2],
     ]
     # History is not kept: before the new row's created_at, user 1 has nothing (user 2 its old row).
     assert exposure_at(store, version, [1, 2], [10, 10], later - US) == [[0] * 6, [0, 0, 7, 0, 0, 2]]

@@ -66,9 +66,7 @@ def test_knn_needs_both_the_list_and_the_neighbours_pair_created_by_t(store: Fea
     v, expires = vecs(2, seed=12), H + 5 * HOUR
     store.write_user_neighbours("h0", version, np.array([1]), np.array([[2]]), np.array([[0.5]]), H, expires)
     store.write_pair_embeddings("h2", version, np.array([2]), np.array([10]), v[:1], np.ones(1), H + 2 * HOUR, expires)
-    store.write_user_neighbours(
-        "h2", version, np.array([3]), np.array([[4]]), np.array([[0.5]]), H + 2 * HOUR, expires
-    )
+    store.write_user_neighbours("h2", version, np.array([3]), np.array([[4]]), np.array([[0.5]]), H + 2 * HOUR, expires)
     store.write_pair_embeddings("h0", version, np.array([4]), np.array([10]), v[1:], np.ones(1), H, expires)
     users, items = np.array([1, 3]), np.array([10, 10])
     assert store.read_tiers_batch(version, users, items, H + HOUR).knn_mask.tolist() == [False, False]
@@ -89,12 +87,18 @@ def test_stats_count_as_fresh_only_rows_created_by_t(store: FeatureStore, versio
     write_future_rows(store, version)
     early = store.stats(version, H + HOUR)
     assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in early.items()} == {
-        "pair_embeddings": (2, 0, 0), "user_aggregates": (1, 0, 0), "user_neighbours": (1, 0, 0),
-        "item_neighbours": (0, 0, 0), "exposure_counts": (1, 0, 0),
+        "pair_embeddings": (2, 0, 0),
+        "user_aggregates": (1, 0, 0),
+        "user_neighbours": (1, 0, 0),
+        "item_neighbours": (0, 0, 0),
+        "exposure_counts": (1, 0, 0),
     }
     late = store.stats(version, H + 4.5 * HOUR)
     assert {name: (s.fresh, s.expiring_within_hour) for name, s in late.items()} == {
-        "pair_embeddings": (2, 2), "user_aggregates": (1, 1), "user_neighbours": (1, 1), "item_neighbours": (0, 0),
+        "pair_embeddings": (2, 2),
+        "user_aggregates": (1, 1),
+        "user_neighbours": (1, 1),
+        "item_neighbours": (0, 0),
         "exposure_counts": (1, 1),
     }
 

@@ -64,9 +64,12 @@ write_pairs = st.tuples(
 )
 write_aggs = st.tuples(st.just("aggs"), VERSIONS, st.lists(USERS, min_size=1, max_size=3, unique=True), HOURS, TTLS)
 write_neighbours = st.tuples(
-    st.just("neighbours"), VERSIONS, USERS,
+    st.just("neighbours"),
+    VERSIONS,
+    USERS,
     st.lists(st.tuples(USERS, SIMILARITIES), max_size=3, unique_by=lambda x: x[0]),
-    HOURS, TTLS,
+    HOURS,
+    TTLS,
 )
 read = st.tuples(st.just("read"), VERSIONS, USERS, st.lists(ITEMS, min_size=1, max_size=4), READ_TIMES)
 expire = st.tuples(st.just("expire"), READ_TIMES)

@@ -63,7 +63,8 @@ def test_close_closes_idle_connections_now_and_one_in_flight_when_its_read_ends(
 
 @pytest.mark.postgres
 @pytest.mark.parametrize(
-    "ids", [np.array([5, 2**40, 0]), np.arange(300, dtype=np.int32), np.array([], dtype=np.int64)],
+    "ids",
+    [np.array([5, 2**40, 0]), np.arange(300, dtype=np.int32), np.array([], dtype=np.int64)],
     ids=["mixed", "int32", "empty"],
 )
 def test_numpy_arrays_reach_postgresql_as_bigint_arrays(pg_url: str, ids: np.ndarray) -> None:
@@ -78,8 +79,13 @@ def test_numpy_arrays_reach_postgresql_as_bigint_arrays(pg_url: str, ids: np.nda
 @pytest.mark.postgres
 @pytest.mark.parametrize(
     "sql_type, values",
-    [("smallint", [1, -2]), ("integer", [2**31 - 1, 0]), ("bigint", [2**40, -5]), ("real", [0.5, -1.25]),
-     ("double precision", [1e300, 2.5])],
+    [
+        ("smallint", [1, -2]),
+        ("integer", [2**31 - 1, 0]),
+        ("bigint", [2**40, -5]),
+        ("real", [0.5, -1.25]),
+        ("double precision", [1e300, 2.5]),
+    ],
 )
 def test_postgresql_number_arrays_load_in_binary_as_numpy(pg_url: str, sql_type: str, values: list) -> None:
     with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
@@ -117,8 +123,14 @@ def test_serving_reads_join_by_hash_as_written_and_after_a_full_analyze(store: F
     users = np.repeat(np.arange(40), 25)
     for hour in (1, 2):
         store.write_pair_embeddings(
-            "r", version, users, np.tile(np.arange(25), 40) + 100 * hour, vecs(len(users)), np.ones(len(users)),
-            T0, T0 + hour * HOUR,
+            "r",
+            version,
+            users,
+            np.tile(np.arange(25), 40) + 100 * hour,
+            vecs(len(users)),
+            np.ones(len(users)),
+            T0,
+            T0 + hour * HOUR,
         )
     neighbours = (np.arange(40)[:, None] + np.arange(1, 6)) % 40
     store.write_user_neighbours("r", version, np.arange(40), neighbours, np.full(neighbours.shape, 0.5), T0, T0 + HOUR)
@@ -148,10 +160,12 @@ def test_writes_leave_statistics_on_tables_postgresql_never_analyzed(store: Feat
 
     def never_analyzed() -> list[str]:
         with store.engine.connect() as conn:  # type: ignore[attr-defined]
-            return sorted(conn.exec_driver_sql(
-                "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
-                " AND relkind = 'r' AND reltuples < 0"
-            ).scalars())
+            return sorted(
+                conn.exec_driver_sql(
+                    "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+                    " AND relkind = 'r' AND reltuples < 0"
+                ).scalars()
+            )
 
     assert {"user_neighbours", "item_neighbours"} <= set(never_analyzed())
     for hour in (1, 2):

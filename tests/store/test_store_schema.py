@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from solaris.store.sql_store import EXPIRING_TABLES
 from solaris.store import FeatureStore
+from solaris.store.sql_store import EXPIRING_TABLES
 from solaris.store.sqlfiles import DIALECTS, sql_files
 from solaris.store.tables import build_metadata, schema_statements
 
@@ -66,11 +66,15 @@ def test_postgresql_ddl_matches_metadata(pg_url: str) -> None:
         assert set(described) == set(metadata.tables)
         assert described == describe(engine, mirror)
         with engine.connect() as conn:
-            partitioned = conn.exec_driver_sql(
-                "SELECT n.nspname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'pair_embeddings' "
-                f"AND n.nspname IN ('{files}', '{mirror}')"
-            ).scalars().all()
+            partitioned = (
+                conn.exec_driver_sql(
+                    "SELECT n.nspname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'pair_embeddings' "
+                    f"AND n.nspname IN ('{files}', '{mirror}')"
+                )
+                .scalars()
+                .all()
+            )
         assert sorted(partitioned) == sorted([files, mirror])
     finally:
         with engine.begin() as conn:

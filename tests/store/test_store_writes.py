@@ -75,10 +75,19 @@ BAD_PAIR_BATCHES = {
 @pytest.mark.parametrize("case", BAD_PAIR_BATCHES)
 def test_bad_pair_batches_are_refused_whole(store: FeatureStore, version: str, case: str) -> None:
     change, message = BAD_PAIR_BATCHES[case]
-    args = dict(
-        run_id="r", version=version, user_ids=np.array([1, 2, 3]), item_ids=np.array([10, 10, 10]),
-        vectors=vecs(3), scores=np.ones(3), created_at=T0, expires_at=T0 + HOUR,
-    ) | change
+    args = (
+        dict(
+            run_id="r",
+            version=version,
+            user_ids=np.array([1, 2, 3]),
+            item_ids=np.array([10, 10, 10]),
+            vectors=vecs(3),
+            scores=np.ones(3),
+            created_at=T0,
+            expires_at=T0 + HOUR,
+        )
+        | change
+    )
     with pytest.raises(StoreError, match=message.replace("(", r"\(").replace("[", r"\[")):
         store.write_pair_embeddings(**args)
     assert count_rows(store, "pair_embeddings") == 0
@@ -105,9 +114,7 @@ def test_bad_neighbour_batches_are_refused_whole(
     store: FeatureStore, version: str, neighbours: list, sims: list, message: str
 ) -> None:
     with pytest.raises(StoreError, match=message):
-        store.write_user_neighbours(
-            "r", version, np.array([1]), np.array(neighbours), np.array(sims), T0, T0 + HOUR
-        )
+        store.write_user_neighbours("r", version, np.array([1]), np.array(neighbours), np.array(sims), T0, T0 + HOUR)
     assert count_rows(store, "user_neighbours") == 0
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solaris.models.vm import score
-from solaris.models.vm import tier_columns
+from solaris.models.vm import score, tier_columns
 from solaris.training.demand_gains import MIN_ROWS, cohort_gains, consumers_gains
 from solaris.training.jobs import TrainReport
 
@@ -26,7 +25,9 @@ def rows(vm, n: int, rng: np.random.Generator, pair: bool, agg: bool) -> np.ndar
 def test_gains_follow_the_labels_the_pair_code_predicts(trained: tuple[object, object, TrainReport]) -> None:
     vm = trained[2].vms["ctr"]["solaris"].model
     rng = np.random.default_rng(0)
-    served = np.concatenate([rows(vm, 400, rng, True, True), rows(vm, 400, rng, True, False), rows(vm, 300, rng, False, True)])
+    served = np.concatenate(
+        [rows(vm, 400, rng, True, True), rows(vm, 400, rng, True, False), rows(vm, 300, rng, False, True)]
+    )
     without = served.copy()
     without[:, tier_columns(vm.config.code_dim, "pair")] = 0
     # clicks where the pair code raises the VM's probability: the code helps on every pair-fed row

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from mlflow import MlflowClient
-
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
 from solaris.training.demand import _gate
-from solaris.training.demand_fit import rows_for, training_hours, DemandPlan
+from solaris.training.demand_fit import DemandPlan, rows_for, training_hours
 from solaris.training.jobs import TrainReport, World
 
 

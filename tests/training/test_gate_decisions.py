@@ -12,15 +12,15 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from mlflow_state import own_registry
 
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.embedding_version import embedding_version
 from solaris.tracking import registry
-from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_ALIAS, PinnedVersions
 from solaris.tracking.promotion import shadow_gate
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, FM_MODEL, SHADOW, SHADOW_ALIAS, PinnedVersions
 from solaris.training.gate import ChainDecision, Challenger, Decision, promotion_gate
 from solaris.vms import registered_name
 
@@ -292,4 +292,7 @@ def test_a_new_chain_every_vm_passes_waits_in_shadow_and_the_shadow_gate_moves_t
 
     assert registry.resolve_champions(client, CTR) == ctr and registry.resolve_champions(client, CVR) == cvr
     assert champions(client, vm_name=CVR) == (ctr.fm, ctr.ae, cvr.vm)
-    assert sorted(t["promoted"] for t in gate_runs(client, cvr.vm, CVR)) == ["false", "true"]  # its NE gate, its shadow gate
+    assert sorted(t["promoted"] for t in gate_runs(client, cvr.vm, CVR)) == [
+        "false",
+        "true",
+    ]  # its NE gate, its shadow gate

@@ -13,12 +13,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import mlflow
 import pytest
-from mlflow import MlflowClient
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 from mlflow_state import own_registry
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.tracking import registry
 

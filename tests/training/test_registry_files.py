@@ -18,14 +18,14 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pytest
 import torch
-from mlflow import MlflowClient
 from mlflow_state import own_registry
 from torch import nn
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.models import files
 from solaris.models.autoencoder import AEConfig, Autoencoder
@@ -92,7 +92,9 @@ def example(model: nn.Module) -> np.ndarray:
 
 
 LOADERS: dict[str, Callable[[str], nn.Module]] = {
-    FM_MODEL: registry.load_fm, AE_MODEL: registry.load_ae, VM_MODEL: functools.partial(registry.load_vm, VM),
+    FM_MODEL: registry.load_fm,
+    AE_MODEL: registry.load_ae,
+    VM_MODEL: functools.partial(registry.load_vm, VM),
 }
 
 

@@ -16,13 +16,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pytest
 import torch
 from local_service import serving
 from mlflow_state import own_registry
 
+import mlflow
 from solaris.config import Settings
 from solaris.models import files
 from solaris.models.autoencoder import AEConfig, Autoencoder

@@ -11,24 +11,30 @@ import json
 import os
 from dataclasses import replace
 
-import mlflow
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from mlflow import MlflowClient
 
+import mlflow
+from mlflow import MlflowClient
 from solaris.cli import main
 from solaris.config import Settings
+from solaris.embedding_version import VersionMismatch
 from solaris.models.vm import score
 from solaris.models.vm_data import Teacher, build_vm_data
 from solaris.tracking import registry
+from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL
 from solaris.training.gate import Challenger, promotion_gate
 from solaris.training.jobs import (
-    TrainPlan, TrainReport, World, champion_examples, champion_ne, register_vm, vm_eval,
+    TrainPlan,
+    TrainReport,
+    World,
+    champion_examples,
+    champion_ne,
+    register_vm,
+    vm_eval,
 )  # fmt: skip
-from solaris.tracking.registry import AE_MODEL, CHALLENGER, CHAMPION, DEMAND_MODEL, FM_MODEL
-from solaris.embedding_version import VersionMismatch
 from solaris.vms import DEFAULT_VMS
 
 CTR, CVR = DEFAULT_VMS  # the session's training trained both; ctr leads
@@ -56,9 +62,7 @@ def test_champion_vm_from_the_registry_scores_like_the_in_process_one(
     pinned = registry.resolve_champions(client, CTR.name)
     served = report.vms[CTR.name]["solaris"]
     assert (pinned.fm, pinned.ae, pinned.vm) == (report.fm.version, report.ae.version, served.version)
-    teacher = Teacher(
-        registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), pinned.fm, pinned.ae, device="cpu"
-    )
+    teacher = Teacher(registry.load_fm(pinned.fm), registry.load_ae(pinned.ae), pinned.fm, pinned.ae, device="cpu")
     data = build_vm_data(world.log, world.split.eval, world.index, teacher, AGE)
     loaded = registry.load_vm(CTR.name, pinned.vm)
     in_process = score(served.model, data.matrix(served.model.config))
@@ -98,9 +102,7 @@ def test_registry_holds_the_chain_and_the_demand_model_with_aliases_and_version_
     assert experiment.artifact_location.startswith(settings.mlflow_artifacts_dir.as_uri())
 
 
-def test_a_worse_challenger_is_not_promoted(
-    trained: tuple[Settings, World, TrainReport], client: MlflowClient
-) -> None:
+def test_a_worse_challenger_is_not_promoted(trained: tuple[Settings, World, TrainReport], client: MlflowClient) -> None:
     settings, world, report = trained
     champion = registry.resolve_champions(client, CTR.name)
     worse = copy.deepcopy(report.vms[CTR.name]["solaris"].model)
@@ -114,7 +116,10 @@ def test_a_worse_challenger_is_not_promoted(
         version = register_vm(client, world, CTR, worse, data.matrix(worse.config)[:5], found)
     challenger = Challenger(replace(champion, vm=version), found["ne"])
     decision = promotion_gate(
-        client, settings, [challenger], str(world.split.eval),
+        client,
+        settings,
+        [challenger],
+        str(world.split.eval),
         lambda p: champion_ne(CTR, p, champion_examples(world, p.fm, p.ae, "cpu", AGE)),
     ).of(CTR.name)
     assert not decision.promoted

@@ -18,7 +18,9 @@ from solaris.precompute.embedding import embed_codes
 from solaris.training.jobs import TrainReport, World
 
 
-def test_training_codes_are_what_the_precompute_embeds_for_the_hour(trained: tuple[Settings, World, TrainReport]) -> None:
+def test_training_codes_are_what_the_precompute_embeds_for_the_hour(
+    trained: tuple[Settings, World, TrainReport],
+) -> None:
     _, world, report = trained
     hour = world.split.eval.start + 2 * HOUR
     teacher = Teacher(report.fm.model, report.ae.model, report.fm.version, report.ae.version, "cpu")
@@ -27,7 +29,9 @@ def test_training_codes_are_what_the_precompute_embeds_for_the_hour(trained: tup
     precomputed = embed_codes(report.fm.model, report.ae.model, world.index, users, items, hour, device="cpu")
     np.testing.assert_allclose(data.pair, precomputed, rtol=1e-4, atol=1e-5)
     shown = world.log.impressions(hour, hour + HOUR)
-    as_of_impression = embed(report.fm.model, fm_matrix(shown, world.index, report.fm.model.config.history), device="cpu")
+    as_of_impression = embed(
+        report.fm.model, fm_matrix(shown, world.index, report.fm.model.config.history), device="cpu"
+    )
     np.testing.assert_allclose(data.fm_probs, as_of_impression.probs, rtol=1e-5)  # both heads: every VM's target
 
 
@@ -49,5 +53,7 @@ def test_validation_codes_are_as_old_as_serving_has_them(trained: tuple[Settings
     for written in np.unique(row_hour - ages):
         rows = np.flatnonzero(row_hour - ages == written)
         at = datetime.fromtimestamp(int(written) * 3600, UTC)
-        precomputed = embed_codes(report.fm.model, report.ae.model, world.index, users[rows], items[rows], at, device="cpu")
+        precomputed = embed_codes(
+            report.fm.model, report.ae.model, world.index, users[rows], items[rows], at, device="cpu"
+        )
         np.testing.assert_allclose(data.pair_served[rows], precomputed, rtol=1e-4, atol=1e-5)

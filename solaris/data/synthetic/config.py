@@ -157,7 +157,11 @@ def _validate(c: WorldConfig) -> None:
         raise bad("new_user_share", "must be in [0, 1)")
     if c.item_life_days is not None:
         life = c.item_life_days
-        if len(life) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in life) or not 1 <= life[0] <= life[1]:
+        if (
+            len(life) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int) for v in life)
+            or not 1 <= life[0] <= life[1]
+        ):
             raise bad("item_life_days", "must be None or two whole numbers of days, 1 <= low <= high")
     if not isinstance(c.plain, bool):
         raise bad("plain", "must be True or False")
@@ -187,7 +191,12 @@ PRESETS: dict[str, WorldConfig] = {
     # the default world's traffic over ads that run 2-8 days, most of them launched after the first day: what
     # a model knows of an item must carry over from its side features and its first viewers, not its id row
     "churn": WorldConfig(
-        "churn", n_users=3500, n_items=2400, days=5, requests_per_user_day=2.5, n_advertisers=120,
+        "churn",
+        n_users=3500,
+        n_items=2400,
+        days=5,
+        requests_per_user_day=2.5,
+        n_advertisers=120,
         item_life_days=(2, 8),
     ),  # fmt: skip
     # the default world's traffic as a team's first log: user, item, timestamp and label, ids as text

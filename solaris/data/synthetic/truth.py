@@ -74,9 +74,7 @@ class History:
         kept = sources >= 0
         src = np.maximum(sources, 0)
         self.exposure[users] = np.where(kept, np.take_along_axis(self.exposure[users], src, axis=1), 0.0)
-        self.last_candidate[users] = np.where(
-            kept, np.take_along_axis(self.last_candidate[users], src, axis=1), NEVER
-        )
+        self.last_candidate[users] = np.where(kept, np.take_along_axis(self.last_candidate[users], src, axis=1), NEVER)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

@@ -43,7 +43,9 @@ def generate_world(
     with building(target, overwrite) as folder:
         simulator = Simulator(config)
         stats = WorldStats.empty(config.n_items)
-        batches = tqdm(islice(simulator.hours(), written), total=written, unit="h", desc=config.name, disable=not progress)
+        batches = tqdm(
+            islice(simulator.hours(), written), total=written, unit="h", desc=config.name, disable=not progress
+        )
         for batch in batches:
             write_hour(folder, batch)
             stats.add(batch)

@@ -51,7 +51,9 @@ def seed_spreads(reports: Sequence[ReplayReport]) -> dict[str, dict[str, Spread]
         "coverage, eval span": {t: Spread.of([m[t] for m in eval_means]) for t in CUMULATIVE_TIERS},
         "sweep NE": {f"{f:g}": Spread.of([sweep(r, f).ne for r in reports]) for f in fractions},
         "sweep transfer ratio": {
-            f"{f:g}": Spread.of(ratios) for f in fractions if (ratios := _defined(sweep(r, f).transfer_ratio for r in reports))
+            f"{f:g}": Spread.of(ratios)
+            for f in fractions
+            if (ratios := _defined(sweep(r, f).transfer_ratio for r in reports))
         },
     }
 

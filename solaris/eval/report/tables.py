@@ -9,18 +9,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from solaris.eval.figures import CUMULATIVE_TIERS, ModelScore, ReplayReport, SweepPoint, TierContribution
-from solaris.eval.report.invariants import check_invariants, no_transfer_reason, span_means
 from solaris.eval.protocol import ALL_TIERS, FM, VM_BASE
+from solaris.eval.report.invariants import check_invariants, no_transfer_reason, span_means
 
 SPANS = ("logging", "eval")
 TIER_LABELS = {
-    "pair": "pair", "a2a": "+ similar items (A2A)", "agg": "+ user aggregate", "knn": "+ similar users",
+    "pair": "pair",
+    "a2a": "+ similar items (A2A)",
+    "agg": "+ user aggregate",
+    "knn": "+ similar users",
     "cohort": "+ new-user cohort",
 }
 # arXiv 2604.12110, as quoted in issue #7 (the paper names ad-to-ad similarity as future work).
 PAPER_TRANSFER = {"VM distilled": "20-25%", ALL_TIERS: "42-44%", "SOLARIS all+distill": "42-44%"}
 PAPER_COVERAGE = {
-    "pair": "40-50%", "a2a": "future work", "agg": "85-90%", "knn": "about +30% more", "cohort": "not in the paper",
+    "pair": "40-50%",
+    "a2a": "future work",
+    "agg": "85-90%",
+    "knn": "about +30% more",
+    "cohort": "not in the paper",
 }
 DASH = "—"
 
@@ -85,7 +92,13 @@ def _per_vm(report: ReplayReport) -> Section:
             base, solaris = scored[VM_BASE].log_loss, scored[ALL_TIERS].log_loss
             gains.append((base - solaris) / base)
     if gains:
-        rows.append((f"up to {pct(max(gains))} relative log loss across {len(gains)} VMs", ALL_TIERS, *[DASH] * len(SCORE_HEADER)))
+        rows.append(
+            (
+                f"up to {pct(max(gains))} relative log loss across {len(gains)} VMs",
+                ALL_TIERS,
+                *[DASH] * len(SCORE_HEADER),
+            )
+        )
     title = "Every VM on its own label, evaluation span (transfer against the FM's matching head)"
     return Section(title, ("VM", "model", *SCORE_HEADER), rows)
 
@@ -115,7 +128,17 @@ def _tiers(report: ReplayReport) -> Section:
         for c in report.tier_contributions
     ]  # fmt: skip
     if rows and report.users_known is not None:
-        rows.append(("users known before their hour", pct(report.users_known), DASH, DASH, DASH, "the most a user-keyed tier can feed", ""))
+        rows.append(
+            (
+                "users known before their hour",
+                pct(report.users_known),
+                DASH,
+                DASH,
+                DASH,
+                "the most a user-keyed tier can feed",
+                "",
+            )
+        )
     header = ("tier", "fed first", "NE gain", "95% CI", "sd runs", "adds", "models")
     return Section("Tiers in feeding order, evaluation span", header, rows)
 
