@@ -3,14 +3,16 @@
 # or through passwordless sudo. Where neither works it says how; the benchmark then measures in process only.
 set -u
 command -v hey >/dev/null && exit 0
+# Whether apt-get can run as root, and how: bash reads an empty array as unset, so the array alone cannot say.
+can_install=false
+as_root=()
 if [ "$(id -u)" = 0 ]; then
-    as_root=()
+    can_install=true
 elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    can_install=true
     as_root=(sudo -n)
-else
-    as_root=
 fi
-if [ -n "${as_root+set}" ] && command -v apt-get >/dev/null; then
+if $can_install && command -v apt-get >/dev/null; then
     "${as_root[@]}" apt-get install -y -q hey || { "${as_root[@]}" apt-get update -q && "${as_root[@]}" apt-get install -y -q hey; }
     command -v hey >/dev/null && exit 0
 fi
