@@ -90,7 +90,7 @@ def solaris_train() -> None:
         from solaris.training import steps
 
         _skip_unless_chain(params or {})
-        return steps.train_fm(*_context(params or {}, data_interval_end, dag_run))
+        return steps.fm_task(*_context(params or {}, data_interval_end, dag_run))
 
     @task
     def train_ae(
@@ -102,7 +102,7 @@ def solaris_train() -> None:
         from solaris.training import steps
 
         _skip_unless_chain(params or {})
-        return steps.train_ae(*_context(params or {}, data_interval_end, dag_run), fm["fm_version"])
+        return steps.ae_task(*_context(params or {}, data_interval_end, dag_run), fm["fm_version"])
 
     @task(trigger_rule="none_failed")
     def train_vm(
@@ -116,7 +116,7 @@ def solaris_train() -> None:
         from solaris.training import steps
 
         context = _context(params or {}, data_interval_end, dag_run)
-        return steps.train_vm(*context, vm, ae["ae_version"] if ae else None)
+        return steps.vm_task(*context, vm, ae["ae_version"] if ae else None)
 
     @task(trigger_rule="none_failed")
     def promote(

@@ -121,7 +121,7 @@ def fm_calls_per_served_pair(figures: list[HourFigures]) -> float:
     return sum(f.fm_calls for f in figures) / served_on_pair if served_on_pair else float("inf")
 
 
-def efficiency(figures: list[HourFigures]) -> dict[str, float | None]:
+def pooled_efficiency(figures: list[HourFigures]) -> dict[str, float | None]:
     """The hours' precompute efficiency, pooled: hits over the pairs whose TTL ended in them (a hit is a
     candidate request while fresh) and its ceiling (:func:`~solaris.precompute.quality.hit_ceiling`, pooled
     over the hours whose run scored its pool), the selector's AUC averaged over the hours that have one, and the FM calls

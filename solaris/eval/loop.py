@@ -83,7 +83,7 @@ def replay_hours(
         # An hour with nothing to precompute (no requests before it) is skipped: it embedded nothing.
         found = hour_figures(hour, label, served_pairs, served, result["counts"].get("embedded", 0))
         found = found | {"hit_rate": quality.hit_rate(log, codes, hour + HOUR)["hit_rate"]}
-        found |= efficiency(ranker.store, log, codes, hour + HOUR, int(params["ttl_hours"]))
+        found |= next_run_quality(ranker.store, log, codes, hour + HOUR, int(params["ttl_hours"]))
         ages.append(staleness_hours(codes, hour, served_pairs, served, int(params["ttl_hours"])))
         found["staleness_hours_mean"] = float(ages[-1].mean()) if len(ages[-1]) else None
         figures.append(HourFigures(**found))
@@ -124,7 +124,9 @@ def hour_figures(hour: datetime, span: str, pairs: ServedPairs, served: Served, 
     }  # fmt: skip
 
 
-def efficiency(store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int) -> dict[str, Any]:
+def next_run_quality(
+    store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int
+) -> dict[str, Any]:
     """What the precompute's next run records for the hour ending at ``end`` (:mod:`solaris.precompute.quality`):
     its candidate rows and those with a fresh pair code, and hit rate while fresh, its ceiling's count and
     selector AUC of the run whose pairs expire at ``end``."""

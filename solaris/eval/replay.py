@@ -20,7 +20,7 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, hours_between
 from solaris.eval import loop
-from solaris.eval.arms import Arms, arm_span, efficiency, fm_calls_per_served_pair, mean_coverage
+from solaris.eval.arms import Arms, arm_span, fm_calls_per_served_pair, mean_coverage, pooled_efficiency
 from solaris.eval.ceiling import known_user_share
 from solaris.eval.events import ServedEvents, concat, hour_index, served_events
 from solaris.eval.figures import (
@@ -203,7 +203,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         swept_fractions=list(config.sweep),
         fm_calls_per_served_pair=fm_calls_per_served_pair(evaluated.figures),
         staleness_hours=distribution(evaluated.staleness_hours),
-        efficiency=efficiency(evaluated.figures),
+        efficiency=pooled_efficiency(evaluated.figures),
         speculation=speculation,
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
@@ -288,7 +288,7 @@ def _sweep(arms: Arms, config: ReplayConfig) -> list[SweepPoint]:
                 ne_gain=scored.ne_gain,
                 ne_gain_ci95=scored.ne_gain_ci95,
                 transfer_ratio_ci95=scored.transfer_ratio_ci95,
-                fm_calls_per_covered_candidate=efficiency(run.figures)["fm_calls_per_covered_candidate"],
+                fm_calls_per_covered_candidate=pooled_efficiency(run.figures)["fm_calls_per_covered_candidate"],
             )
         )
     return points

@@ -16,7 +16,7 @@ from datetime import datetime
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR
-from solaris.eval.arms import Arms, efficiency, mean_coverage
+from solaris.eval.arms import Arms, mean_coverage, pooled_efficiency
 from solaris.eval.figures import HourFigures, ModelScore, SpeculationPoint
 from solaris.precompute.params import PrecomputeParams
 from solaris.serving.servedlog import served_dir
@@ -54,7 +54,7 @@ def point(
     scored: ModelScore,
     vs_verifier: tuple[float, list[float]] | None = None,
 ) -> SpeculationPoint:
-    found = efficiency(figures)
+    found = pooled_efficiency(figures)
     gain, gain_ci = vs_verifier or (None, None)
     return SpeculationPoint(
         selector=selector,

@@ -68,7 +68,7 @@ class StackConfig:
 
 
 @dataclass(frozen=True)
-class Service:
+class ManagedService:
     name: str
     argv: list[str]
     env: dict[str, str]
@@ -244,13 +244,13 @@ def live_clock(settings: Settings, config: StackConfig, wall_start: datetime) ->
         raise StackError(f"cannot run live: {exc}") from None
 
 
-def _traffic(settings: Settings, clock: LiveClock, ranker_url: str) -> Service:
+def _traffic(settings: Settings, clock: LiveClock, ranker_url: str) -> ManagedService:
     """``solaris data live`` on the stack's clock, sending its requests to the stack's ranker; checked by its
     heartbeat."""
     heartbeat = stack_dir(settings) / "live-traffic.heartbeat"
     argv = [str(SOLARIS_CLI), "data", "live", "--heartbeat", str(heartbeat), "--ranker", ranker_url]
     env = _base_env() | settings.as_env() | {CLOCK_ENV: clock.to_json()}
-    return Service("live-traffic", argv, env, Check(f"{HEARTBEAT_SCHEME}{heartbeat}"))
+    return ManagedService("live-traffic", argv, env, Check(f"{HEARTBEAT_SCHEME}{heartbeat}"))
 
 
 def choose_metadata_url(settings: Settings, config: StackConfig) -> str:
@@ -304,7 +304,9 @@ def _executor_env(config: StackConfig, metadata_url: str) -> dict[str, str]:
     }
 
 
-def _workers(settings: Settings, config: StackConfig, base: dict[str, str], airflow: dict[str, str]) -> list[Service]:
+def _workers(
+    settings: Settings, config: StackConfig, base: dict[str, str], airflow: dict[str, str]
+) -> list[ManagedService]:
     """One ``airflow celery worker`` per queue, each serving its task logs on a port of its own; a worker
     without local data gets an empty data folder (:attr:`~.celery_workers.WorkerSpec.local_data`)."""
     if config.executor != "celery":
@@ -324,7 +326,7 @@ def _workers(settings: Settings, config: StackConfig, base: dict[str, str], airf
         if not spec.local_data:
             env["SOLARIS_DATA_DIR"] = str(worker_data_dir(settings, spec.name))
         check = Check(config.broker_url, celery_node=node, queues=spec.queues)  # refused earlier if it held a password
-        services.append(Service(f"celery-worker-{spec.name}", argv, env, check))
+        services.append(ManagedService(f"celery-worker-{spec.name}", argv, env, check))
     return services
 
 
@@ -333,12 +335,14 @@ def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW", "MLFLOW_"))}
 
 
-def _services(settings: Settings, served: Settings, config: StackConfig, airflow: dict[str, str]) -> list[Service]:
+def _services(
+    settings: Settings, served: Settings, config: StackConfig, airflow: dict[str, str]
+) -> list[ManagedService]:
     base = _base_env()
     health_url = f"http://{config.host}:{config.airflow_port}/api/v2/monitor/health"
     server = replace(mlflow_server.ServerConfig.load(), host=config.host, port=config.mlflow_port)
     services = [
-        Service(
+        ManagedService(
             "mlflow",
             mlflow_server.command(settings, server),
             base | settings.as_env() | server.env,
@@ -349,10 +353,10 @@ def _services(settings: Settings, served: Settings, config: StackConfig, airflow
         argv = [sys.executable, "-m", "airflow", command]
         if command == "api-server":
             argv += ["--host", config.host, "--port", str(config.airflow_port)]
-        services.append(Service(name, argv, base | airflow, Check(health_url, component)))
+        services.append(ManagedService(name, argv, base | airflow, Check(health_url, component)))
     services += _workers(settings, config, base, airflow)
     services.append(
-        Service(
+        ManagedService(
             "ranker",
             [str(SOLARIS_CLI), "serve", "--host", config.host, "--port", str(config.ranker_port)],
             base | served.as_env(),

@@ -12,7 +12,7 @@ A pair is a *hit* when it is requested as a candidate (a request's candidate lis
 - coverage: of the (request, candidate) pairs served in the last hour, the share for which each tier
   (pair, similar items, user aggregate, neighbours) held a fresh value, the share with any tier, and the
   share each tier fed first in the feeding order (``coverage_first_<tier>``: its marginal coverage);
-- efficiency: the candidate rows the pair tier covered per FM call made for the hour, and its inverse.
+- calls_per_covered_candidate: the candidate rows the pair tier covered per FM call made for the hour, and its inverse.
 
 Coverage must be measured before this run writes: the run replaces user aggregates and neighbour rows, and
 once they are gone the store no longer knows what was served. Runs write on hour boundaries, so the store
@@ -152,16 +152,16 @@ def coverage(
     if not len(users):
         found |= {f"coverage_{tier}": 0.0 for tier in (*FED_BY, "any")}
         found |= {f"coverage_first_{tier}": 0.0 for tier in FED_BY}
-        return found | efficiency(0, fm_calls)
+        return found | calls_per_covered_candidate(0, fm_calls)
     read = store.read_tiers_batch(version, users, items, interval_start - INSTANT, cohorts=log_cohorts(log, users))
     masks = presence(read)
     found |= {f"coverage_{tier}": float(mask.mean()) for tier, mask in masks.items()}
     found["coverage_any"] = float(np.logical_or.reduce(list(masks.values())).mean())
     found |= {f"coverage_first_{tier}": share for tier, share in marginal_coverage(feeding_tier(read)).items()}
-    return found | efficiency(int(read.pair_mask.sum()), fm_calls)
+    return found | calls_per_covered_candidate(int(read.pair_mask.sum()), fm_calls)
 
 
-def efficiency(covered: int, fm_calls: int | None) -> dict[str, float]:
+def calls_per_covered_candidate(covered: int, fm_calls: int | None) -> dict[str, float]:
     """``covered_pair_candidates`` and, with ``fm_calls``, both ratios where their divisor is not 0."""
     found: dict[str, float] = {"covered_pair_candidates": covered}
     if fm_calls is not None and covered:

@@ -54,12 +54,12 @@ def _world(settings: Settings, chosen: TrainPlan, until: datetime) -> World:
     return World.open(settings.world_dir(), chosen.fractions, until)
 
 
-def train_fm(settings: Settings, chosen: TrainPlan, until: datetime) -> dict[str, Any]:
+def fm_task(settings: Settings, chosen: TrainPlan, until: datetime) -> dict[str, Any]:
     trained = train_fm_job(registry.connect(settings), settings, _world(settings, chosen, until), chosen)
     return {"fm_version": trained.version, "ne": trained.metrics["ne"]}
 
 
-def train_ae(settings: Settings, chosen: TrainPlan, until: datetime, fm_version: str) -> dict[str, Any]:
+def ae_task(settings: Settings, chosen: TrainPlan, until: datetime, fm_version: str) -> dict[str, Any]:
     client = registry.connect(settings)
     fm = registered(client, FM_MODEL, fm_version)
     trained = train_ae_job(client, settings, _world(settings, chosen, until), fm, chosen)
@@ -72,7 +72,7 @@ def vm_names(settings: Settings, chosen: str) -> list[str]:
     return [s.name for s in (specs if chosen == ALL_VMS else choose(specs, [chosen]))]
 
 
-def train_vm(
+def vm_task(
     settings: Settings, chosen: TrainPlan, until: datetime, vm_name: str, ae_version: str | None
 ) -> dict[str, Any]:
     """One VM's variants on the AE ``ae_version`` and its FM (None: the champions, the VM trained alone); its

@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
-from solaris.eval.arms import efficiency
+from solaris.eval.arms import pooled_efficiency
 from solaris.eval.figures import (
     CUMULATIVE_TIERS,
     SWEEP_FRACTIONS,
@@ -135,7 +135,7 @@ def make_report(seed: int = 0) -> ReplayReport:
         fm_calls_per_served_pair=0.21 + jitter,
         staleness_hours={"mean": 1.8, "p50": 1.5, "p90": 3.25, "max": 4.0},
         seconds={"train": 12.5, "logging": 30.0, "eval": 28.0},
-        efficiency=efficiency([h for h in hours if h.span == "eval"]),
+        efficiency=pooled_efficiency([h for h in hours if h.span == "eval"]),
         coverage_marginal={"pair": 0.43, "a2a": 0.27, "agg": 0.16, "knn": 0.07},
         tier_contributions=[
             TierContribution("pair", "VM base", "SOLARIS pair", 0.02 + jitter, [0.01, 0.03 + jitter], 0.43),
@@ -260,12 +260,15 @@ def test_efficiency_pools_the_eval_hours() -> None:
         "covered_candidates_per_fm_call": 3240 / 720,
     }
     nothing = HourFigures("h", "eval", 0, {}, None, 0, None)
-    assert set(efficiency([nothing]).values()) == {None, 0}
+    assert set(pooled_efficiency([nothing]).values()) == {None, 0}
     # A pool with more requested pairs than were written caps the ceiling at every pair hit; an hour whose run
     # scored no pool (a shadow's) is left out of the ceiling, not counted as a pool with nothing requested.
     hours = make_report().hours[3:]
-    assert efficiency([replace(h, ttl_pool_requested=5000) for h in hours])["hit_ceiling_ttl"] == 1.0
-    assert efficiency([replace(hours[0], ttl_pool_requested=None), *hours[1:]])["hit_ceiling_ttl"] == (304 + 305) / 800
+    assert pooled_efficiency([replace(h, ttl_pool_requested=5000) for h in hours])["hit_ceiling_ttl"] == 1.0
+    assert (
+        pooled_efficiency([replace(hours[0], ttl_pool_requested=None), *hours[1:]])["hit_ceiling_ttl"]
+        == (304 + 305) / 800
+    )
 
 
 def test_a_report_json_from_before_the_efficiency_figures_still_reads() -> None:

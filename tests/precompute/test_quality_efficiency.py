@@ -142,9 +142,15 @@ def test_the_hit_ceiling_is_the_pools_requested_pairs_per_pair_written_at_most_o
 
 
 def test_fm_calls_per_covered_candidate_and_its_inverse() -> None:
-    assert quality.efficiency(40, 10) == {
+    assert quality.calls_per_covered_candidate(40, 10) == {
         "covered_pair_candidates": 40, "fm_calls_per_covered_candidate": 0.25, "covered_candidates_per_fm_call": 4.0
     }  # fmt: skip
-    assert quality.efficiency(0, 10) == {"covered_pair_candidates": 0, "covered_candidates_per_fm_call": 0.0}
-    assert quality.efficiency(5, 0) == {"covered_pair_candidates": 5, "fm_calls_per_covered_candidate": 0.0}
-    assert quality.efficiency(5, None) == {"covered_pair_candidates": 5}
+    assert quality.calls_per_covered_candidate(0, 10) == {
+        "covered_pair_candidates": 0,
+        "covered_candidates_per_fm_call": 0.0,
+    }
+    assert quality.calls_per_covered_candidate(5, 0) == {
+        "covered_pair_candidates": 5,
+        "fm_calls_per_covered_candidate": 0.0,
+    }
+    assert quality.calls_per_covered_candidate(5, None) == {"covered_pair_candidates": 5}
