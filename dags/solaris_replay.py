@@ -23,7 +23,7 @@ from typing import Any
 import pendulum
 from airflow.sdk import Param, dag, task
 
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, REPLAY_KNOBS
 from solaris.precompute.params import airflow_param
 
 
@@ -34,8 +34,7 @@ def _request(params: dict[str, Any]) -> Any:
         preset=params["preset"] or None,
         world=params["world"] or None,
         seeds=tuple(int(s) for s in params["seeds"]),
-        top_fraction=float(params["top_fraction"]),
-        ttl_hours=int(params["ttl_hours"]),
+        knobs={name: params[name] for name in REPLAY_KNOBS},
         sweep=bool(params["sweep"]),
         speculation=bool(params["speculation"]),
         fm_refresh=str(params["fm_refresh"]),
@@ -57,8 +56,7 @@ def _request(params: dict[str, Any]) -> Any:
         ),
         "world": Param(None, type=["null", "string"], description="or: a world under SOLARIS_DATA_DIR/worlds"),
         "seeds": Param([0], type="array", items={"type": "integer", "minimum": 0}, minItems=1),
-        "top_fraction": Param(**airflow_param("top_fraction")),
-        "ttl_hours": Param(**airflow_param("ttl_hours")),
+        **{name: Param(**airflow_param(name)) for name in REPLAY_KNOBS},
         "fm_refresh": Param(
             DEFAULT_FM_REFRESH,
             type="string",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, SWEEP_WARMUP_HOURS, VM_SEEDS
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, REPLAY_KNOBS, SWEEP_WARMUP_HOURS, VM_SEEDS
 from solaris.precompute.params import cli_option
 
 
@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--vm-seeds", type=int, nargs="+", default=list(VM_SEEDS),
         help=f"train every VM variant once per seed and report the mean and spread (default {' '.join(map(str, VM_SEEDS))})",
     )  # fmt: skip
-    for name in ("top_fraction", "ttl_hours", "cohorts", "cohort_items"):
+    for name in REPLAY_KNOBS:
         flag, options = cli_option(name)
         p.add_argument(flag, **options)
     p.add_argument(
@@ -56,10 +56,7 @@ def run(args: argparse.Namespace) -> int:
         world=args.world,
         log=args.log,
         seeds=tuple(args.seeds),
-        top_fraction=args.top_fraction,
-        ttl_hours=args.ttl_hours,
-        cohorts=args.cohorts,
-        cohort_items=args.cohort_items,
+        knobs={name: getattr(args, name) for name in REPLAY_KNOBS},
         out=args.out,
         sweep=not args.no_sweep,
         speculation=not args.no_speculation,

@@ -4,7 +4,8 @@ written to its folder (HTML, PNGs, JSON) and logged to the user's MLflow, and a 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import mlflow
@@ -13,7 +14,7 @@ from solaris.eval import report as render
 from solaris.eval.arms import mean_coverage
 from solaris.eval.figures import ReplayReport
 from solaris.eval.judging import VMTraining
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, VM_SEEDS, check_fm_refresh
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, REPLAY_KNOBS, SWEEP_WARMUP_HOURS, VM_SEEDS, check_fm_refresh
 from solaris.eval.replay import ReplayConfig, run_replay
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
@@ -27,10 +28,7 @@ class ReplayRequest:
     world: str | None = None
     log: Path | None = None
     seeds: tuple[int, ...] = (0,)
-    top_fraction: float = PrecomputeParams.top_fraction
-    ttl_hours: int = PrecomputeParams.ttl_hours
-    cohorts: int = PrecomputeParams.cohorts
-    cohort_items: int = PrecomputeParams.cohort_items
+    knobs: Mapping[str, float] = field(default_factory=dict)  # of REPLAY_KNOBS; the others keep their defaults
     out: Path | None = None
     sweep: bool = True
     speculation: bool = True  # compare the selectors at equal FM budgets
@@ -50,12 +48,9 @@ class ReplayRequest:
             raise ValueError("a replay needs exactly one of preset, world or log")
         if not self.seeds:
             raise ValueError("a replay needs at least one seed")
-        PrecomputeParams(  # bounds, named on error
-            top_fraction=self.top_fraction,
-            ttl_hours=self.ttl_hours,
-            cohorts=self.cohorts,
-            cohort_items=self.cohort_items,
-        )
+        if unknown := sorted(set(self.knobs) - set(REPLAY_KNOBS)):
+            raise ValueError(f"a replay takes the knobs {', '.join(REPLAY_KNOBS)}, not {', '.join(unknown)}")
+        PrecomputeParams.from_mapping(dict(self.knobs))  # bounds, named on error
 
     @property
     def name(self) -> str:
@@ -82,10 +77,7 @@ def replay_config(
     return replace(
         base,
         seed=seed,
-        top_fraction=request.top_fraction,
-        ttl_hours=request.ttl_hours,
-        cohorts=request.cohorts,
-        cohort_items=request.cohort_items,
+        **request.knobs,
         sweep=base.sweep if request.sweep else (),
         speculation=base.speculation if request.speculation else (),
         sweep_warmup_hours=request.sweep_warmup_hours,

@@ -14,6 +14,9 @@ DEFAULT_FM_REFRESH = "daily"
 VM_SEEDS = (0, 1, 2)
 # Hours each sweep or selector arm precomputes before the hours it is scored on, so that its fresh store is warm.
 SWEEP_WARMUP_HOURS = 8
+# The precompute's knobs a replay takes (their defaults and bounds: solaris.precompute.params); the CLI, the
+# solaris_replay DAG's form and the request all follow this list, so none is copied by hand.
+REPLAY_KNOBS = ("top_fraction", "ttl_hours", "cohorts", "cohort_items")
 
 # The reference rows every replay table holds, named once.
 FM, VM_BASE = "FM", "VM base"

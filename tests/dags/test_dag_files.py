@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL
-from solaris.eval.protocol import FM_REFRESH_HOURS
+from solaris.eval.protocol import FM_REFRESH_HOURS, REPLAY_KNOBS
 from solaris.precompute.params import FORM, airflow_param
 from solaris.precompute.pipeline import CLOSE, OPEN, PRECOMPUTE, Pipeline
 
@@ -83,19 +83,12 @@ def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: A
 
     dag = dagbag.dags["solaris_replay"]
     assert dag.schedule is None
-    assert set(dag.params) == {
-        "preset",
-        "world",
-        "seeds",
-        "top_fraction",
-        "ttl_hours",
-        "fm_refresh",
-        "sweep",
-        "speculation",
-    }
+    assert set(dag.params) == {"preset", "world", "seeds", "fm_refresh", "sweep", "speculation", *REPLAY_KNOBS}
     assert dag.params.get_param("fm_refresh").schema["enum"] == list(FM_REFRESH_HOURS)  # the CLI's choices
-    for name in ("top_fraction", "ttl_hours"):  # the same definition as the precompute's form
-        assert dag.params.get_param(name).schema == dagbag.dags["solaris_precompute"].params.get_param(name).schema
+    for name in REPLAY_KNOBS:  # the precompute's own definition of each (solaris.precompute.params)
+        param, expected = dag.params.get_param(name), airflow_param(name)
+        assert (param.value, param.description) == (expected.pop("default"), expected.pop("description"))
+        assert param.schema == expected
     assert dag.params.get_param("seeds").schema["items"] == {"type": "integer", "minimum": 0}
     assert isinstance(dag.task_dict["replay_seed"], MappedOperator)
     assert dag.task_dict["summarize"].upstream_task_ids == {"replay_seed"}
