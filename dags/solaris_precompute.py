@@ -53,7 +53,7 @@ def _run(resolved: dict[str, Any]) -> Any:
 
 
 def _step_task(step: Step) -> Callable[..., Any]:
-    """The task that calls ``nodes.<step.name>``; a per-shard step runs in the GPU pool and queue.
+    """The task that calls the step's code (``Step.node``); a per-shard step runs in the GPU pool and queue.
 
     A step that finds nothing to precompute closes the run record as skipped and skips itself, which skips
     every task after it.

@@ -26,8 +26,6 @@ from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
-from solaris.precompute.cohort_codes import cohorts
-from solaris.precompute.exposures import exposures  # noqa: F401  (a step)
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.quality import INSTANT
@@ -35,10 +33,6 @@ from solaris.precompute.ranking import pair_keys
 from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
 from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
-from solaris.precompute.shadow import shadow_coverage, shadow_gate, shadowed  # noqa: F401  (steps)
-
-# The KNN, A2A, cohort and shadow steps live in their own modules; the DAG and run_hour find every step here, by name.
-from solaris.precompute.similarity_nodes import item_neighbours, neighbours, user_vectors
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.staging import Staging
 from solaris.store import FeatureStore, open_configured_store
@@ -332,15 +326,6 @@ def fail(run: HourRun, settings: Settings, finished_at: datetime) -> None:
     with open_configured_store(settings) as store:
         if store.get_run(run.run_key) is not None:
             store.finish_run(run.run_key, "failed", {}, {}, finished_at)
-
-
-shadow_embed_shard = shadowed(embed_shard)
-shadow_write_pairs = shadowed(write_pairs)
-shadow_aggregates = shadowed(aggregates)
-shadow_user_vectors = shadowed(user_vectors)
-shadow_neighbours = shadowed(neighbours)
-shadow_item_neighbours = shadowed(item_neighbours)
-shadow_cohorts = shadowed(cohorts)
 
 
 def hour_run(meta: Meta) -> HourRun:

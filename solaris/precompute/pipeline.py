@@ -4,19 +4,25 @@ writes, and the step that fans out over shards in the ``gpu`` pool and queue.
 The ``solaris_precompute`` DAG builds its tasks from :data:`PRECOMPUTE`, :mod:`.run` executes it in one
 process, and the run record's timings and the main job's table list its steps. Every run also opens with
 ``resolve`` (pins the versions, opens the run record; its output goes to every step), closes with
-``finish`` (gets every step's output) and calls ``fail`` when a step failed; each name is a function of
-:mod:`.nodes`. Stdlib only: the DAG file imports this at parse time.
+``finish`` (gets every step's output) and calls ``fail`` when a step failed (functions of :mod:`.nodes`).
+Each step names its code as ``module:function``, imported only when the step runs: stdlib only here, since the
+DAG file imports this at parse time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from solaris.airflow_env import GPU_POOL
 
 OPEN, CLOSE, ON_FAILURE = "resolve", "finish", "fail"
 SHADOW = "shadow_"  # the prefix of a shadow step's name, its staged tables and its counts and figures
+NODES, SHADOW_NODES, SIMILARITY_NODES = (f"solaris.precompute.{m}" for m in ("nodes", "shadow", "similarity_nodes"))
+NODE_REFERENCE = re.compile(r"[a-z_][a-z0-9_.]*:[a-z_][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -54,18 +60,29 @@ SHADOW_CODES, SHADOW_USER_VECTORS = CODES.shadow(), USER_VECTORS.shadow()
 
 @dataclass(frozen=True)
 class Step:
-    """One task of the run. ``name`` is the Airflow task id, the node function and the timings key."""
+    """One task of the run. ``name`` is the Airflow task id and the timings key; ``node`` its code."""
 
     name: str
+    node: str  # "module:function", called with (run, settings[, shard]); imported when the step runs
     after: tuple[str, ...] = ()  # steps that must have finished (``resolve`` always has)
     reads: tuple[Staged, ...] = ()
     writes: tuple[Staged, ...] = ()
     per_shard: bool = False  # one task per shard (``params.shards``), in the GPU pool and queue
     figures: bool = False  # its output is the hour's quality figures, not counts
+    shadow: bool = False  # ``node`` run for the chain awaiting promotion (solaris.precompute.shadow.shadowed)
 
     @property
     def pool(self) -> str | None:
         return GPU_POOL if self.per_shard else None
+
+    def code(self) -> Callable[..., Any]:
+        module, _, function = self.node.partition(":")
+        node = getattr(importlib.import_module(module), function)
+        if self.shadow:
+            from solaris.precompute.shadow import shadowed
+
+            node = shadowed(node)
+        return node
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,10 @@ class Pipeline:
         for step in self.steps:
             if step.name in seen or step.name in (OPEN, CLOSE, ON_FAILURE):
                 raise ValueError(f"step name {step.name!r} is used twice")
+            if not NODE_REFERENCE.fullmatch(step.node):
+                raise ValueError(f"step {step.name!r}: its node {step.node!r} is not a 'module:function'")
+            if step.shadow and step.name != SHADOW + step.node.partition(":")[2]:
+                raise ValueError(f"shadow step {step.name!r} must be named {SHADOW} + its node's function")
             if unknown := [a for a in step.after if a not in seen]:
                 raise ValueError(f"step {step.name!r} runs after {unknown}, which are not declared before it")
             made = {t for s in self.ancestors(step, seen) for t in s.writes}
@@ -114,37 +135,76 @@ PRECOMPUTE = Pipeline(
     (
         # Coverage of the hour past must read the store before this run writes to it. Both steps replace the
         # run record's figures with theirs added, so they run one after the other (checked below).
-        Step("coverage", figures=True),
-        Step("shadow_coverage", after=("coverage",), figures=True),
-        Step("candidates", writes=(POOL,)),
+        Step("coverage", f"{NODES}:coverage", figures=True),
+        Step("shadow_coverage", f"{SHADOW_NODES}:shadow_coverage", after=("coverage",), figures=True),
+        Step("candidates", f"{NODES}:candidates", writes=(POOL,)),
         # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
         # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.
-        Step("exposures", after=("coverage", "shadow_coverage", "candidates")),
-        Step("select", after=("candidates",), reads=(POOL,), writes=(SELECTED, HISTORY)),
-        Step("embed_shard", after=("select",), reads=(SELECTED, HISTORY), writes=(CODES,), per_shard=True),
-        Step("write_pairs", after=("exposures", "embed_shard"), reads=(CODES,)),
-        Step("aggregates", after=("write_pairs",)),
+        Step(
+            "exposures", "solaris.precompute.exposures:exposures", after=("coverage", "shadow_coverage", "candidates")
+        ),
+        Step("select", f"{NODES}:select", after=("candidates",), reads=(POOL,), writes=(SELECTED, HISTORY)),
+        Step(
+            "embed_shard",
+            f"{NODES}:embed_shard",
+            after=("select",),
+            reads=(SELECTED, HISTORY),
+            writes=(CODES,),
+            per_shard=True,
+        ),
+        Step("write_pairs", f"{NODES}:write_pairs", after=("exposures", "embed_shard"), reads=(CODES,)),
+        Step("aggregates", f"{NODES}:aggregates", after=("write_pairs",)),
         # The pool of neighbours is the users with fresh pair codes, this run's included; no store write.
-        Step("user_vectors", after=("write_pairs",), writes=(USER_VECTORS,)),
+        Step("user_vectors", f"{SIMILARITY_NODES}:user_vectors", after=("write_pairs",), writes=(USER_VECTORS,)),
         # After aggregates too: the store's writers run one at a time.
-        Step("neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)),
+        Step(
+            "neighbours", f"{SIMILARITY_NODES}:neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)
+        ),
         # The A2A tier's item neighbours: among the items with fresh pair codes, this run's included.
-        Step("item_neighbours", after=("neighbours",)),
+        Step("item_neighbours", f"{SIMILARITY_NODES}:item_neighbours", after=("neighbours",)),
         # New-user codes of the recent users' side-feature cohorts (solaris.enrichment.cohorts).
-        Step("cohorts", after=("item_neighbours",)),
+        Step("cohorts", "solaris.precompute.cohort_codes:cohorts", after=("item_neighbours",)),
         # The challenger awaiting promotion, if any: the same selected pairs and the same tiers, with its
         # versions (each step a no-op without one). Its writers follow the champion's, one at a time.
         Step(
-            "shadow_embed_shard", after=("select",), reads=(SELECTED, HISTORY), writes=(SHADOW_CODES,), per_shard=True
+            "shadow_embed_shard",
+            f"{NODES}:embed_shard",
+            shadow=True,
+            after=("select",),
+            reads=(SELECTED, HISTORY),
+            writes=(SHADOW_CODES,),
+            per_shard=True,
         ),
-        Step("shadow_write_pairs", after=("shadow_coverage", "shadow_embed_shard", "cohorts"), reads=(SHADOW_CODES,)),
-        Step("shadow_aggregates", after=("shadow_write_pairs",)),
-        Step("shadow_user_vectors", after=("shadow_write_pairs",), writes=(SHADOW_USER_VECTORS,)),
-        Step("shadow_neighbours", after=("shadow_aggregates", "shadow_user_vectors"), reads=(SHADOW_USER_VECTORS,)),
-        Step("shadow_item_neighbours", after=("shadow_neighbours",)),
-        Step("shadow_cohorts", after=("shadow_item_neighbours",)),
-        Step("expire", after=("shadow_cohorts",)),
+        Step(
+            "shadow_write_pairs",
+            f"{NODES}:write_pairs",
+            shadow=True,
+            after=("shadow_coverage", "shadow_embed_shard", "cohorts"),
+            reads=(SHADOW_CODES,),
+        ),
+        Step("shadow_aggregates", f"{NODES}:aggregates", shadow=True, after=("shadow_write_pairs",)),
+        Step(
+            "shadow_user_vectors",
+            f"{SIMILARITY_NODES}:user_vectors",
+            shadow=True,
+            after=("shadow_write_pairs",),
+            writes=(SHADOW_USER_VECTORS,),
+        ),
+        Step(
+            "shadow_neighbours",
+            f"{SIMILARITY_NODES}:neighbours",
+            shadow=True,
+            after=("shadow_aggregates", "shadow_user_vectors"),
+            reads=(SHADOW_USER_VECTORS,),
+        ),
+        Step(
+            "shadow_item_neighbours", f"{SIMILARITY_NODES}:item_neighbours", shadow=True, after=("shadow_neighbours",)
+        ),
+        Step(
+            "shadow_cohorts", "solaris.precompute.cohort_codes:cohorts", shadow=True, after=("shadow_item_neighbours",)
+        ),
+        Step("expire", f"{NODES}:expire", after=("shadow_cohorts",)),
         # Promotes the challenger once it has been written ``shadow_hours``, or refuses it (:mod:`.shadow`).
-        Step("shadow_gate", after=("expire",)),
+        Step("shadow_gate", f"{SHADOW_NODES}:shadow_gate", after=("expire",)),
     )
 )

@@ -38,8 +38,8 @@ def run_hour(
 
 
 def call_node(run: HourRun, settings: Settings, step: str, shard: int | None) -> dict[str, Any]:
-    """``nodes.<step>`` for the run (and the shard, for a step mapped over shards), in this process."""
-    node = getattr(nodes, step)
+    """The declared step's code for the run (and the shard, for a step mapped over shards), in this process."""
+    node = PRECOMPUTE.step(step).code()
     return node(run, settings) if shard is None else node(run, settings, shard)
 
 

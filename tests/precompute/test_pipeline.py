@@ -52,21 +52,38 @@ def test_every_shadow_step_mirrors_a_champion_step_and_writes_after_it() -> None
     assert order[-1] == "shadow_gate"
 
 
+def step(name: str, **declared: object) -> Step:
+    return Step(name, "solaris.precompute.nodes:coverage", **declared)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("steps", "message"),
     [
-        ((Step("select", reads=(POOL,)),), r"step 'select' reads \['pool'\], which no step before it writes"),
-        ((Step("a"), Step("b", after=("c",))), r"step 'b' runs after \['c'\]"),
-        ((Step("a"), Step("a")), "step name 'a' is used twice"),
-        ((Step("finish"),), "step name 'finish' is used twice"),
-        ((Step("embed", writes=(CODES,)),), "per-shard tables come from per-shard steps"),
-        ((Step("a", writes=(POOL,)), Step("b", reads=(POOL,))), r"step 'b' reads \['pool'\]"),  # no order
-        ((Step("a", figures=True), Step("b", figures=True)), r"step 'b' records figures beside \['a'\]"),
+        ((step("select", reads=(POOL,)),), r"step 'select' reads \['pool'\], which no step before it writes"),
+        ((step("a"), step("b", after=("c",))), r"step 'b' runs after \['c'\]"),
+        ((step("a"), step("a")), "step name 'a' is used twice"),
+        ((step("finish"),), "step name 'finish' is used twice"),
+        ((step("embed", writes=(CODES,)),), "per-shard tables come from per-shard steps"),
+        ((step("a", writes=(POOL,)), step("b", reads=(POOL,))), r"step 'b' reads \['pool'\]"),  # no order
+        ((step("a", figures=True), step("b", figures=True)), r"step 'b' records figures beside \['a'\]"),
+        ((Step("a", "coverage"),), r"step 'a': its node 'coverage' is not a 'module:function'"),
+        ((step("shadow_a", shadow=True),), r"shadow step 'shadow_a' must be named shadow_ \+ its node's function"),
     ],
 )
 def test_a_declaration_that_cannot_run_is_refused(steps: tuple[Step, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Pipeline(steps)
+
+
+def test_every_step_holds_its_code() -> None:
+    """A step cannot be declared without code to run: each node imports, and a shadow step's code is its
+    champion step's, run for the shadow chain (no-op without one; its counts prefixed)."""
+    for declared in PRECOMPUTE.steps:
+        code = declared.code()
+        assert callable(code) and code.__name__ == declared.name, declared
+    assert PRECOMPUTE.step("shadow_cohorts").code().__wrapped__ is PRECOMPUTE.step("cohorts").code()
+    with pytest.raises(AttributeError, match="no_such_step"):
+        Step("a", "solaris.precompute.nodes:no_such_step").code()
 
 
 def test_the_coverage_steps_cannot_run_side_by_side() -> None:
