@@ -29,12 +29,11 @@ from solaris.precompute.candidates import CandidateConfig, count_by_source, gene
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.quality import INSTANT
-from solaris.precompute.ranking import pair_keys
 from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
-from solaris.precompute.selection import FreshMask, add_requeued, drop_still_fresh, requeue_misses
+from solaris.precompute.selection import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
-from solaris.precompute.staging import Staging
+from solaris.precompute.staging import expire_failed_staging
 from solaris.store import FeatureStore, open_configured_store
 from solaris.store.validate import finite_rows
 
@@ -48,27 +47,6 @@ class NothingToPrecompute(Exception):
     Not a failure, and not a success with every count 0: the caller closes the run record as skipped
     (:func:`skip`) and reports the reason, this exception's message.
     """
-
-
-def earlier_fresh(store: FeatureStore, version: str, own_user_ids: np.ndarray, own_item_ids: np.ndarray) -> FreshMask:
-    """The store's freshness check, blind to the pairs this run's hour already wrote (its code log).
-
-    A rerun must see the store as its first attempt did. The run writes only pairs with no fresh row at its
-    start (see :func:`candidates`), so before the first attempt each pair it wrote was not fresh.
-    """
-
-    def fresh(user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
-        mask = store.fresh_pairs(version, user_ids, item_ids, t)
-        if len(own_user_ids):
-            mask &= ~_pairs_in(user_ids, item_ids, own_user_ids, own_item_ids)
-        return mask
-
-    return fresh
-
-
-def _pairs_in(users: np.ndarray, items: np.ndarray, in_users: np.ndarray, in_items: np.ndarray) -> np.ndarray:
-    keys, _ = pair_keys(np.r_[users, in_users], np.r_[items, in_items])
-    return np.isin(keys[: len(users)], keys[len(users) :])
 
 
 # -- nodes ----------------------------------------------------------------------------------------------
@@ -258,26 +236,6 @@ def expire(run: HourRun, settings: Settings) -> Meta:
         meta["expired_score_log_hours"] = code_log(settings, run).score_log.prune(kept_from)
         meta["expired_failed_staging"] = expire_failed_staging(store, settings.staging_root, kept_from)
     return meta
-
-
-# Run records looked through for failed runs' staging: at one run an hour, weeks of them.
-FAILED_STAGING_SCAN = 1000
-
-
-def expire_failed_staging(store: FeatureStore, staging_root: str, before: datetime) -> int:
-    """Delete the staging of failed runs for hours before ``before``, and count the runs whose staging went.
-
-    A failed run keeps its staged tables for a retry to reuse (:func:`fail`); past the code log's retention a
-    retry could no longer rebuild the hour anyway, so they would only fill the disk.
-    """
-    expired = 0
-    for record in store.recent_runs(FAILED_STAGING_SCAN):
-        if record.status == "failed" and record.interval_start < before:
-            folder = Staging(staging_root, record.run_id)
-            if folder.exists():
-                folder.cleanup()
-                expired += 1
-    return expired
 
 
 def finish(

@@ -25,6 +25,7 @@ from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.precompute.candidates import SOURCES
 from solaris.precompute.ranking import group_rank, order_by, pair_keys
+from solaris.store import FeatureStore
 
 # The store's ``fresh_pairs`` with the embedding version bound: (user_ids, item_ids, t) -> bool mask of the
 # pairs that hold an embedding with created_at <= t < expires_at.
@@ -175,3 +176,24 @@ def drop_still_fresh(pairs: pd.DataFrame, fresh: FreshMask, until: datetime) -> 
         return pairs.reset_index(drop=True)  # no store round trip for nothing
     still_fresh = _checked_mask(fresh(users, items, as_utc(until)), len(pairs))
     return pairs[~still_fresh].reset_index(drop=True)
+
+
+def earlier_fresh(store: FeatureStore, version: str, own_user_ids: np.ndarray, own_item_ids: np.ndarray) -> FreshMask:
+    """The store's freshness check, blind to the pairs this run's hour already wrote (its code log).
+
+    A rerun must see the store as its first attempt did. The run writes only pairs with no fresh row at its
+    start (see :func:`solaris.precompute.nodes.candidates`), so before the first attempt each pair it wrote was not fresh.
+    """
+
+    def fresh(user_ids: np.ndarray, item_ids: np.ndarray, t: datetime) -> np.ndarray:
+        mask = store.fresh_pairs(version, user_ids, item_ids, t)
+        if len(own_user_ids):
+            mask &= ~_pairs_in(user_ids, item_ids, own_user_ids, own_item_ids)
+        return mask
+
+    return fresh
+
+
+def _pairs_in(users: np.ndarray, items: np.ndarray, in_users: np.ndarray, in_items: np.ndarray) -> np.ndarray:
+    keys, _ = pair_keys(np.r_[users, in_users], np.r_[items, in_items])
+    return np.isin(keys[: len(users)], keys[len(users) :])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import pyarrow.parquet as pq
 
 from solaris.data.hourly import write_table_atomic
 from solaris.precompute.pipeline import Staged, Step
+from solaris.store import FeatureStore
 
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -135,3 +137,23 @@ class StepStaging:
             names = ", ".join(t.name for t in declared) or "none"
             raise ValueError(f"step {self.step.name!r} does not {verb} staged table {table.name!r} (declared: {names})")
         return table
+
+
+# Run records looked through for failed runs' staging: at one run an hour, weeks of them.
+FAILED_STAGING_SCAN = 1000
+
+
+def expire_failed_staging(store: FeatureStore, staging_root: str, before: datetime) -> int:
+    """Delete the staging of failed runs for hours before ``before``, and count the runs whose staging went.
+
+    A failed run keeps its staged tables for a retry to reuse (:func:`solaris.precompute.nodes.fail`); past the code log's retention a
+    retry could no longer rebuild the hour anyway, so they would only fill the disk.
+    """
+    expired = 0
+    for record in store.recent_runs(FAILED_STAGING_SCAN):
+        if record.status == "failed" and record.interval_start < before:
+            folder = Staging(staging_root, record.run_id)
+            if folder.exists():
+                folder.cleanup()
+                expired += 1
+    return expired

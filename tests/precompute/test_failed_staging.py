@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from solaris.precompute.nodes import expire_failed_staging
-from solaris.precompute.staging import Staging
+from solaris.precompute.staging import Staging, expire_failed_staging
 from solaris.store import SqliteStoreConfig, open_store
 
 T0 = datetime(2026, 11, 2, tzinfo=UTC)
