@@ -32,8 +32,8 @@ from airflow.sdk import Param, dag, task
 from solaris.assets import AE_CHAMPION, FM_CHAMPION, VM_CHAMPION
 from solaris.config import Settings
 from solaris.live.timetable import live_or
-from solaris.models.limits import EPOCHS, MAX_EPOCHS
 from solaris.precompute.params import airflow_param
+from solaris.training_knobs import EPOCHS, MAX_EPOCHS
 from solaris.vms import ALL_VMS
 
 

@@ -7,8 +7,8 @@ import argparse
 import json
 from datetime import datetime
 
-from solaris.models.limits import EPOCHS
 from solaris.precompute.params import cli_option
+from solaris.training_knobs import EPOCHS
 from solaris.vms import registered_name
 
 

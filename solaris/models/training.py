@@ -21,11 +21,11 @@ from solaris.data.eventlog import EventLog
 from solaris.models.autoencoder import AEConfig, Autoencoder
 from solaris.models.features import HistoryIndex, IdTable, fm_matrix, labels
 from solaris.models.fm import FMConfig, FoundationModel, embed
-from solaris.models.limits import EPOCHS
 from solaris.models.loader import minibatches, stream_impressions
 from solaris.models.splits import Span
 from solaris.models.vm import VerticalModel, VMConfig, from_base
 from solaris.models.vm_data import VMData
+from solaris.training_knobs import EPOCHS
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 EpochHook = Callable[[int, float, float], None]  # (epoch, train loss, validation loss), e.g. an MLflow logger

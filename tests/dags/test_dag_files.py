@@ -21,7 +21,7 @@ LIGHT_SOLARIS = {
     "solaris", "solaris.config", "solaris.airflow_env", "solaris.assets",
     "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline", "solaris.eval",
     "solaris.eval.protocol", "solaris.vms", "solaris.live", "solaris.live.clock", "solaris.live.timetable",
-    "solaris.models", "solaris.models.limits",
+    "solaris.training_knobs",
 }  # fmt: skip
 
 
