@@ -32,9 +32,9 @@ import numpy as np
 import psycopg
 
 from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
-from solaris.store.base import ExposureCounts
 from solaris.store.codec import encode_vectors, to_micros
 from solaris.store.pgcopy import binary_copy_payload
+from solaris.store.records import ExposureCounts
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

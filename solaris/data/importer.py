@@ -21,11 +21,11 @@ import pyarrow as pa
 
 from solaris.data.eventlog import EventLog, building, write_event_log
 from solaris.data.idmap import IdMap, IdMaps
-from solaris.data.schema import ITEM_FEATURE_PREFIX, TS, USER_FEATURE_PREFIX, side_feature_schema
+from solaris.data.schema import ITEM_FEATURE_PREFIX, TS, USER_FEATURE_PREFIX
+from solaris.data.side_tables import build_side_table
 from solaris.data.sources import (
     LogImportError,
     Source,
-    code_feature,
     parse_binary,
     parse_ratings,
     parse_raw_ids,
@@ -276,48 +276,6 @@ def _check_requests(
         raise source.fail(int(ev.position[p]), column, f"a request has more than {MAX_POSITION + 1} impressions")
 
 
-def build_side_table(
-    source: Source,
-    events: Events,
-    ids: np.ndarray,
-    id_map: IdMap,
-    id_column: str,
-    features: tuple[str, ...],
-    prefix: str,
-) -> tuple[pa.Table, dict[str, list[Any]]]:
-    """One row per (dense) id seen, each feature coded; a feature that changes for one id is refused, not
-    guessed, citing the id as the source has it (``id_map``)."""
-    columns: dict[str, np.ndarray] = {id_column: np.unique(ids)}
-    vocabularies = {}
-    for feature in features:
-        values = source.frame[feature].iloc[events.position]
-        codes, vocabulary = code_feature(values)
-        _check_constant(source, events.position, ids, id_map, codes, feature, id_column)
-        name = f"{prefix}{feature}"
-        columns[name] = pd.Series(codes).groupby(ids).first().to_numpy("int32")  # groups come out id-sorted
-        vocabularies[name] = vocabulary
-    schema = side_feature_schema(id_column, [f"{prefix}{f}" for f in features])
-    return pa.table(columns, schema=schema), vocabularies
-
-
-def _check_constant(
-    source: Source, positions: np.ndarray, ids: np.ndarray, id_map: IdMap, codes: np.ndarray, feature: str,
-    id_column: str,
-) -> None:  # fmt: skip
-    pairs = pd.DataFrame({"id": ids, "code": codes})
-    changed = (~pairs.duplicated() & pairs["id"].duplicated()).to_numpy()
-    if changed.any():
-        p = int(np.argmax(changed))
-        q = int(np.argmax(ids == ids[p]))
-        earlier, later = source.cell(int(positions[q]), feature), source.cell(int(positions[p]), feature)
-        raise source.fail(
-            int(positions[p]),
-            feature,
-            f"{id_column} {id_map.raw_ids([ids[p]])[0]} already had {earlier!r} at {source.where(int(positions[q]))}, "
-            f"got {later!r}; a side feature must have one value per id",
-        )
-
-
 def event_span(ts: np.ndarray) -> tuple[datetime, datetime]:
     """From the first event's hour to one hour past the last event's hour."""
     first, last = int(ts.min()) // HOUR_US, int(ts.max()) // HOUR_US
@@ -349,10 +307,10 @@ def import_source(
     clicks = int(parsed.click.sum(dtype="int64"))
     rows = Kept(len(parsed.position), len(events.position), dropped, clicks - int(events.click.sum(dtype="int64")))
     users, user_vocab = build_side_table(
-        source, events, events.user, events.ids.user, "user_id", mapping.user_features, USER_FEATURE_PREFIX
+        source, events.position, events.user, events.ids.user, "user_id", mapping.user_features, USER_FEATURE_PREFIX
     )
     items, item_vocab = build_side_table(
-        source, events, events.item, events.ids.item, "item_id", mapping.item_features, ITEM_FEATURE_PREFIX
+        source, events.position, events.item, events.ids.item, "item_id", mapping.item_features, ITEM_FEATURE_PREFIX
     )
     requests, impressions = build_requests(source, events, mapping.request_id or mapping.user)
     start, end = event_span(events.ts)

@@ -15,7 +15,7 @@ import numpy as np
 
 from solaris import exposure
 from solaris.models.features import FEEDING_ORDER, vm_base_matrix
-from solaris.store.base import TierBatchRead
+from solaris.store.records import TierBatchRead
 
 if TYPE_CHECKING:  # torch: only served_inputs needs it, and the precompute's coverage and the UI do not
     from solaris.models.vm import VerticalModel

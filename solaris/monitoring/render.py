@@ -12,7 +12,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from solaris.monitoring.report import COVERAGE_TIERS, CoveragePoint, HealthReport, RunHealth, VersionHealth
 from solaris.precompute.run_files import DEGENERATE_PREFIX
-from solaris.store.base import TableStats
+from solaris.store.records import TableStats
 from solaris.vms import registered_name
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 from mlflow import MlflowClient
 from solaris.enrichment.tiers import FED_BY
 from solaris.precompute.summary import COVERAGE, EXPERIMENT
-from solaris.store.base import FeatureStore, RunRecord, TableStats
+from solaris.store.base import FeatureStore
+from solaris.store.records import RunRecord, TableStats
 from solaris.tracking.registry import PinnedVersions, resolve_champions
 
 log = logging.getLogger(__name__)

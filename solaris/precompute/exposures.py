@@ -18,8 +18,8 @@ from solaris.precompute.embedding import HISTORY_COLUMNS, history_index
 from solaris.precompute.run_files import Meta, event_log, timed
 from solaris.precompute.spec import HourRun
 from solaris.store import open_configured_store
-from solaris.store.base import ExposureCounts
 from solaris.store.codec import to_micros
+from solaris.store.records import ExposureCounts
 
 LONGEST_H = max(exposure.WINDOWS_H)
 WINDOWS = len(exposure.WINDOWS_H)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from solaris.exposure import WINDOWS_H
-from solaris.store.base import TierBatchRead
+from solaris.store.records import TierBatchRead
 
 COHORT_USER_BASE = 1 << 62
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solaris.store.base import TierBatchRead
 from solaris.store.codec import (
     LIST_ID_LIMIT,
     decode_exposure,
@@ -20,6 +19,7 @@ from solaris.store.codec import (
     exposure_words,
     storage_dtype,
 )
+from solaris.store.records import TierBatchRead
 
 
 @dataclass(frozen=True)

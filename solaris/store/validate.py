@@ -11,8 +11,9 @@ from datetime import datetime
 import numpy as np
 
 from solaris.data.idmap import UNKNOWN
-from solaris.store.base import EmbeddingVersion, ExposureCounts, StoreError
+from solaris.store.base import StoreError
 from solaris.store.codec import EXPOSURE_WIDTH, encode_exposure, encode_vectors, to_micros
+from solaris.store.records import EmbeddingVersion, ExposureCounts
 
 
 @dataclass(frozen=True)

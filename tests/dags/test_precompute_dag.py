@@ -21,7 +21,7 @@ from solaris.precompute.pipeline import PRECOMPUTE
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
-from solaris.store.base import RunRecord
+from solaris.store.records import RunRecord
 from solaris.tracking import registry
 from solaris.training.jobs import TrainReport, World
 

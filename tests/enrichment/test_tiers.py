@@ -16,7 +16,7 @@ from solaris.enrichment.tiers import (
     tier_values,
 )
 from solaris.models.features import FEEDING_ORDER, TIERS
-from solaris.store.base import TierBatchRead
+from solaris.store.records import TierBatchRead
 
 
 def _read(masks: dict[str, list[bool]]) -> TierBatchRead:

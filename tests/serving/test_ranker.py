@@ -17,7 +17,7 @@ from solaris.models.features import TIERS, VM_BASE_COLUMNS
 from solaris.serving import Ranker
 from solaris.serving.champion import ServingModel
 from solaris.store import sqlite as sqlite_store
-from solaris.store.base import ExposureCounts
+from solaris.store.records import ExposureCounts
 
 
 def test_each_candidate_gets_its_tier(layout: Layout, champion: ServingModel) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
-from solaris.store.base import ExposureCounts
+from solaris.store.records import ExposureCounts
 
 US = HOUR / 3_600_000_000
 T = T0 + 3 * HOUR

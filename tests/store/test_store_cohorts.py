@@ -9,8 +9,9 @@ from store_helpers import DIM, HOUR, T0, vecs
 
 from solaris import exposure
 from solaris.store import FeatureStore, StoreError
-from solaris.store.base import ExposureCounts, StoreReadTimeout
+from solaris.store.base import StoreReadTimeout
 from solaris.store.cohorts import prototype_ids
+from solaris.store.records import ExposureCounts
 
 W = len(exposure.WINDOWS_H)
 COHORT_A, COHORT_B = 5, 9

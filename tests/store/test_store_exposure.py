@@ -10,8 +10,8 @@ from store_helpers import DIM, HOUR, T0, count_rows, vecs
 
 from solaris import exposure
 from solaris.store import FeatureStore, StoreError
-from solaris.store.base import ExposureCounts
 from solaris.store.codec import decode_exposure, encode_exposure
+from solaris.store.records import ExposureCounts
 
 W = len(exposure.WINDOWS_H)
 US = HOUR / 3_600_000_000

@@ -8,7 +8,7 @@ import pytest
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
-from solaris.store.base import ExposureCounts
+from solaris.store.records import ExposureCounts
 
 H = T0  # the hour a backfill re-runs; rows below are written for hour H+2
 US = HOUR / 3_600_000_000  # one microsecond, the store's resolution

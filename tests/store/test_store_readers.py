@@ -8,10 +8,10 @@ import pytest
 from store_helpers import HOUR, T0, vecs
 
 from solaris.store import FeatureStore
-from solaris.store.base import ExposureCounts
 from solaris.store.codec import to_micros
 from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.readers import ReaderConnections
+from solaris.store.records import ExposureCounts
 from solaris.store.sqlfiles import load_sql
 
 
