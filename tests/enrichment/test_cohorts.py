@@ -6,9 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
+from id_tables import small_id_tables
 
 from solaris.enrichment.cohorts import KEY_BITS, CohortLookup, cohort_keys, user_cohorts
-from solaris.models.features import HistoryIndex, IdTable, pair_matrix
+from solaris.models.features import HistoryIndex, pair_matrix
 from solaris.models.fm import FMConfig, FoundationModel, embed
 from solaris.precompute.cohort_codes import largest_cohorts
 from solaris.store.cohorts import COHORT_USER_BASE, new_user_rows, prototype_ids
@@ -20,16 +21,7 @@ HOUR_US = 3_600_000_000
 def fm_and_history() -> tuple[FoundationModel, HistoryIndex]:
     """Users 0-5 of countries 0 1 2 0 1 2; users 0 and 1 trained, with id rows far from the unknown row."""
     torch.manual_seed(0)
-    users = IdTable.from_table(
-        pa.table({"user_id": pa.array(range(6), pa.int64()), "u_country": pa.array([0, 1, 2, 0, 1, 2], pa.int32())}),
-        "user_id",
-        "u_",
-    )
-    items = IdTable.from_table(
-        pa.table({"item_id": pa.array(range(5), pa.int64()), "i_category": pa.array([0, 0, 1, 1, 2], pa.int32())}),
-        "item_id",
-        "i_",
-    )
+    users, items = small_id_tables()
     fm = FoundationModel(FMConfig(history=8, hidden=64, embedding_dim=32), users, items).eval()
     with torch.no_grad():
         torch.nn.init.normal_(fm.user.ids.weight)

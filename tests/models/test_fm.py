@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
+from id_tables import small_id_tables
 
 from solaris.models.cost import flops_per_pair, parameter_count
 from solaris.models.features import VM_BASE_COLUMNS, HistoryIndex, IdTable, fm_matrix
@@ -20,16 +21,7 @@ def setup(make_impressions: Callable[..., pa.Table]) -> tuple[FoundationModel, n
     torch.manual_seed(0)
     table = make_impressions(np.random.default_rng(1), 300)
     table = table.append_column("position", pa.array(np.arange(300) % 8, pa.int16()))
-    users = IdTable.from_table(
-        pa.table({"user_id": pa.array(range(6), pa.int64()), "u_country": pa.array([0, 1, 2, 0, 1, 2], pa.int32())}),
-        "user_id",
-        "u_",
-    )
-    items = IdTable.from_table(
-        pa.table({"item_id": pa.array(range(5), pa.int64()), "i_category": pa.array([0, 0, 1, 1, 2], pa.int32())}),
-        "item_id",
-        "i_",
-    )
+    users, items = small_id_tables()
     fm = FoundationModel(FMConfig(history=8, hidden=64, embedding_dim=32), users, items)
     return fm, fm_matrix(table, HistoryIndex.from_table(table), 8), users, items
 
