@@ -63,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
                 log, train, valid, refreshed.index, refreshed.users, refreshed.items, fit_config=fit, start_from=fm
             )
             ne = [_ne(m, scored, calibration, first) for m in (fm, fm_refreshed)]
-            print(f"{seed:>4}  {arm:<7}  {len(a.valid_loss):>2} ({a.best_epoch + 1} best), {len(b.valid_loss):>2} ({b.best_epoch + 1} best)"
-                  f"     {ne[0][0]:.4f} / {ne[0][1]:.4f}    {ne[1][0]:.4f} / {ne[1][1]:.4f}", flush=True)  # fmt: skip
+            print(
+                f"{seed:>4}  {arm:<7}  {len(a.valid_loss):>2} ({a.best_epoch + 1} best), {len(b.valid_loss):>2} ({b.best_epoch + 1} best)"
+                f"     {ne[0][0]:.4f} / {ne[0][1]:.4f}    {ne[1][0]:.4f} / {ne[1][1]:.4f}",
+                flush=True,
+            )
     return 0
 
 

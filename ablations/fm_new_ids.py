@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         "new items": new_item,
         "known both": ~new_user & ~new_item,
     }
-    print(f"ABLATION {args.world.name}: {len(click)} evaluation impressions, {new_user.mean():.1%} of new users, "
-          f"{new_item.mean():.1%} of new items; FM frozen after its training span")  # fmt: skip
+    print(
+        f"ABLATION {args.world.name}: {len(click)} evaluation impressions, {new_user.mean():.1%} of new users, "
+        f"{new_item.mean():.1%} of new items; FM frozen after its training span"
+    )
     print(
         f"seed  {'arm':<20} epochs  "
         + "  ".join(f"{name:>10}" for name in rows)
@@ -77,8 +79,12 @@ def main(argv: list[str] | None = None) -> int:
             ne = [
                 metrics.summary(click[m], prob[m])["ne"] if m.sum() >= MIN_ROWS else float("nan") for m in rows.values()
             ]
-            print(f"{seed:>4}  {arm:<20} {result.best_epoch + 1:>6}  " + "  ".join(f"{v:>10.4f}" for v in ne)
-                  + f"  {_unknown_norm(fm, 'user'):.3f} / {_unknown_norm(fm, 'item'):.3f}  {_zero_rows(fm):>6}", flush=True)  # fmt: skip
+            print(
+                f"{seed:>4}  {arm:<20} {result.best_epoch + 1:>6}  "
+                + "  ".join(f"{v:>10.4f}" for v in ne)
+                + f"  {_unknown_norm(fm, 'user'):.3f} / {_unknown_norm(fm, 'item'):.3f}  {_zero_rows(fm):>6}",
+                flush=True,
+            )
     return 0
 
 

@@ -87,10 +87,13 @@ def hour_counts(log: EventLog, codes: CodeLog, hour: datetime, ttl_hours: int) -
     returning = np.flatnonzero(np.isin(pool.user_ids, users))
     bought = returning[np.argsort(-pool.scores[returning], kind="stable")[: len(hit)]]
     return {
-        "written": len(hit), "hits": int(hit.sum()), "returning": int(returns.sum()),
-        "returning_hits": int(hit[returns].sum()), "oracle_hits": int(requested[bought].sum()),
+        "written": len(hit),
+        "hits": int(hit.sum()),
+        "returning": int(returns.sum()),
+        "returning_hits": int(hit[returns].sum()),
+        "oracle_hits": int(requested[bought].sum()),
         "pool_requested": int(requested.sum()),
-    }  # fmt: skip
+    }
 
 
 if __name__ == "__main__":

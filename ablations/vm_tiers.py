@@ -67,23 +67,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     served = ServedReplay.open(args.replay)
-    print(f"ABLATION {served.report.world} seed {served.report.seed}: VM {served.vm}, {len(served.evaluation)} "
-          f"evaluation events, VM training seeds {args.seeds}")  # fmt: skip
+    print(
+        f"ABLATION {served.report.world} seed {served.report.seed}: VM {served.vm}, {len(served.evaluation)} "
+        f"evaluation events, VM training seeds {args.seeds}"
+    )
     for arm in args.arms:
         training = replace(ARMS[arm], seeds=tuple(args.seeds))
         # Every logging hour for the FM-reading variants too, earlier FM versions' codes included: how much more
         # served data would buy (never the replay's rule: a VM is fed one version's codes only).
         serving_from = served.logging_start if arm in EVERY_HOUR else served.serving_from
         judged = judge_vm(
-            training, served.first_stage, served.logging, served.evaluation, serving_from, served.version,
+            training,
+            served.first_stage,
+            served.logging,
+            served.evaluation,
+            serving_from,
+            served.version,
             served.report.seed,
-        )  # fmt: skip
+        )
         scores = {m.name: m for m in judged.scores}
         print(f"\n{arm}: NE gain over the base VM (sd over runs) [95% interval over requests]")
         for name in SHOWN:
             m = scores[name]
-            print(f"  {name:<22} {m.ne_gain:+.4f} (sd {m.ne_gain_runs_sd or 0:.4f}) "
-                  f"[{m.ne_gain_ci95[0]:+.4f}, {m.ne_gain_ci95[1]:+.4f}]")  # fmt: skip
+            print(
+                f"  {name:<22} {m.ne_gain:+.4f} (sd {m.ne_gain_runs_sd or 0:.4f}) "
+                f"[{m.ne_gain_ci95[0]:+.4f}, {m.ne_gain_ci95[1]:+.4f}]"
+            )
         runs = [metrics.summary(judged.events.label, p)["ne"] for p in judged.probs[ALL_TIERS]]
         base_runs = [metrics.summary(judged.events.label, p)["ne"] for p in judged.probs[VM_BASE]]
         print(
@@ -98,16 +107,27 @@ def main(argv: list[str] | None = None) -> int:
             judged.events.label, judged.events.requests, judged.probs, TIER_STEPS, {}, served.report.seed
         ):
             verdict = ("a gain" if c.ne_gain > 0 else "a loss") if c.measurable else "nothing measurable"
-            print(f"  tier {TIER_LABELS[c.tier]:<24} {c.ne_gain:+.4f} (sd {c.ne_gain_runs_sd or 0:.4f}) "
-                  f"[{c.ne_gain_ci95[0]:+.4f}, {c.ne_gain_ci95[1]:+.4f}] {verdict}", flush=True)  # fmt: skip
+            print(
+                f"  tier {TIER_LABELS[c.tier]:<24} {c.ne_gain:+.4f} (sd {c.ne_gain_runs_sd or 0:.4f}) "
+                f"[{c.ne_gain_ci95[0]:+.4f}, {c.ne_gain_ci95[1]:+.4f}] {verdict}",
+                flush=True,
+            )
     return 0
 
 
 class ServedReplay:
     """A finished replay's lead VM as its judging step saw it: served events, first stage, serving version."""
 
-    def __init__(self, report: ReplayReport, vm: str, first_stage: dict[str, VerticalModel], logging: ServedEvents,
-                 evaluation: ServedEvents, serving_from: datetime, version: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        report: ReplayReport,
+        vm: str,
+        first_stage: dict[str, VerticalModel],
+        logging: ServedEvents,
+        evaluation: ServedEvents,
+        serving_from: datetime,
+        version: str,
+    ) -> None:
         self.report, self.vm, self.first_stage = report, vm, first_stage
         self.logging, self.evaluation, self.serving_from, self.version = logging, evaluation, serving_from, version
         self.logging_start = datetime.fromtimestamp(int(logging.hours.min()) * 3600, UTC)

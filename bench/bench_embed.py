@@ -86,8 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = log.end - timedelta(hours=6)
         users, items = candidate_pairs(log, at, n, seed=0)
         torch.manual_seed(0)
-        fm = FoundationModel(FMConfig(), IdTable.from_table(log.users(), "user_id", "u_"),
-                             IdTable.from_table(log.items(), "item_id", "i_")).eval()  # fmt: skip
+        fm = FoundationModel(
+            FMConfig(),
+            IdTable.from_table(log.users(), "user_id", "u_"),
+            IdTable.from_table(log.items(), "item_id", "i_"),
+        ).eval()
         ae = Autoencoder(AEConfig(fm_version="bench"), np.random.default_rng(0).normal(size=(512, 256))).eval()
         index = history_index(log, users, at, 168)
         ts = np.full(len(users), to_micros(at, "at"))

@@ -46,8 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="default preset only")
     args = parser.parse_args(argv)
     presets = ["default"] if args.quick else ["default", "large"]
-    print(f"{'preset':<8} {'impressions':>12} {'generate s':>11} {'impr/s':>10} {'impr/min':>10} "
-          f"{'parquet-only s':>15} {'generate/parquet':>17}")  # fmt: skip
+    print(
+        f"{'preset':<8} {'impressions':>12} {'generate s':>11} {'impr/s':>10} {'impr/min':>10} "
+        f"{'parquet-only s':>15} {'generate/parquet':>17}"
+    )
     for preset in presets:
         with tempfile.TemporaryDirectory() as tmp:
             r = measure(preset, Path(tmp))

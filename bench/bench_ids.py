@@ -142,15 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.simplefilter("ignore", DuplicateRowsWarning)  # random events repeat a few (user, item, hour)
     r = measure_import(rows, users=rows // 20, items=rows // 200)
-    print(f"{'rows':>10} {'import text-ids s':>18} {'import dense-ids s':>19} {'text/dense':>11} "
-          f"{'mapping s':>10} {'mapping/import':>15}")  # fmt: skip
+    print(
+        f"{'rows':>10} {'import text-ids s':>18} {'import dense-ids s':>19} {'text/dense':>11} "
+        f"{'mapping s':>10} {'mapping/import':>15}"
+    )
     print(
         f"{rows:>10,} {r['import_text']:>18.2f} {r['import_dense']:>19.2f} {r['import_text'] / r['import_dense']:>10.2f}x "
         f"{r['mapping']:>10.3f} {r['mapping'] / r['import_text']:>14.1%}",
         flush=True,
     )
-    print(f"\n{'ids':>10} {'map size':>10} {'raw->dense us/request':>22} {'no map us/request':>18} {'ratio':>7}"
-          f"  (1 user x {CANDIDATES} candidates)")  # fmt: skip
+    print(
+        f"\n{'ids':>10} {'map size':>10} {'raw->dense us/request':>22} {'no map us/request':>18} {'ratio':>7}"
+        f"  (1 user x {CANDIDATES} candidates)"
+    )
     for map_size in map_sizes:
         for name, s in measure_serving(map_size, count=3000).items():
             ratio = s["mapped_us"] / s["baseline_us"]

@@ -315,14 +315,35 @@ def http_server(store_url: str, version: str, n_users: int, served_log: Path, wo
     metrics_dir = served_log.parent / "serve-metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
     multiprocess = {MULTIPROCESS_DIR_ENV: str(metrics_dir)} if workers > 1 else {}
-    env = os.environ | multiprocess | {
-        ENV_STORE: store_url, ENV_VERSION: version, ENV_USERS: str(n_users), ENV_LOG: str(served_log),
-        ENV_THREADS: str(torch.get_num_threads()),
-    }  # fmt: skip
+    env = (
+        os.environ
+        | multiprocess
+        | {
+            ENV_STORE: store_url,
+            ENV_VERSION: version,
+            ENV_USERS: str(n_users),
+            ENV_LOG: str(served_log),
+            ENV_THREADS: str(torch.get_num_threads()),
+        }
+    )
     command = [
-        sys.executable, "-m", "uvicorn", "--factory", "bench_serving:http_app", "--app-dir", str(Path(__file__).parent),
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log", "--workers", str(workers),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "bench_serving:http_app",
+        "--app-dir",
+        str(Path(__file__).parent),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        "--workers",
+        str(workers),
+    ]
     server = subprocess.Popen(command, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -598,11 +619,15 @@ def verdict(p99: float, limit: float, errors: int = 0) -> str:
 
 
 def print_in_process(results: dict[str, dict[str, dict[str, Split]]], rows: int, n_requests: int) -> None:
-    print(f"\nin process: 1 user x {ITEMS_PER_USER} candidates, {rows:,} pair rows, {n_requests} requests, "
-          f"{torch.get_num_threads()} torch threads (ms; total = read + model + bookkeeping)")  # fmt: skip
-    print(f"{'backend':<11} {'statistics':<10} {'path':<24} {'total p50':>9} {'total p99':>9} {'read p50':>8} "
-          f"{'read p99':>8} {'model p50':>9} {'model p99':>9} {'p99/floor':>9} {'failed':>6} "
-          f"{'target':>9}")  # fmt: skip
+    print(
+        f"\nin process: 1 user x {ITEMS_PER_USER} candidates, {rows:,} pair rows, {n_requests} requests, "
+        f"{torch.get_num_threads()} torch threads (ms; total = read + model + bookkeeping)"
+    )
+    print(
+        f"{'backend':<11} {'statistics':<10} {'path':<24} {'total p50':>9} {'total p99':>9} {'read p50':>8} "
+        f"{'read p99':>8} {'model p50':>9} {'model p99':>9} {'p99/floor':>9} {'failed':>6} "
+        f"{'target':>9}"
+    )
     for backend, states in results.items():
         for stats, splits in states.items():
             floor = np.percentile(splits[FLOOR].total, 99)
@@ -617,12 +642,16 @@ def print_in_process(results: dict[str, dict[str, dict[str, Split]]], rows: int,
 
 
 def print_http(http: HttpResult, duration: float, workers: int) -> None:
-    print(f"\nHTTP ({http.backend}, served log on, {workers} worker(s), {torch.get_num_threads()} torch thread(s)): "
-          f"{RATE} requests/s for {duration:g} s from {CLIENTS} hey processes x {RATE / CLIENTS:g}/s, one body each, "
-          f"{ITEMS_PER_USER} candidates per /rank; bursts: the processes in phase, {CLIENTS} requests at once every "
-          f"{CLIENTS / RATE * 1e3:g} ms; spread: one request every {1e3 / RATE:g} ms (ms)")  # fmt: skip
-    print(f"{'pattern':<8} {'endpoint':<10} {'offered':>8} {'answered':>8} {'rate/s':>7} {'p50':>7} {'p99':>7} "
-          f"{'max':>7} {'errors':>6} {'p99/floor':>9}  target (0 errors)")  # fmt: skip
+    print(
+        f"\nHTTP ({http.backend}, served log on, {workers} worker(s), {torch.get_num_threads()} torch thread(s)): "
+        f"{RATE} requests/s for {duration:g} s from {CLIENTS} hey processes x {RATE / CLIENTS:g}/s, one body each, "
+        f"{ITEMS_PER_USER} candidates per /rank; bursts: the processes in phase, {CLIENTS} requests at once every "
+        f"{CLIENTS / RATE * 1e3:g} ms; spread: one request every {1e3 / RATE:g} ms (ms)"
+    )
+    print(
+        f"{'pattern':<8} {'endpoint':<10} {'offered':>8} {'answered':>8} {'rate/s':>7} {'p50':>7} {'p99':>7} "
+        f"{'max':>7} {'errors':>6} {'p99/floor':>9}  target (0 errors)"
+    )
     for pattern, measured in http.at_rate.items():
         floor = np.percentile(measured.floor.latencies, 99)
         for name, load in (("/healthz", measured.floor), ("/rank", measured.rank)):
@@ -635,22 +664,30 @@ def print_http(http: HttpResult, duration: float, workers: int) -> None:
     for pattern, measured in http.at_rate.items():
         per_request = measured.cpu.per_request_ms
         cpu = ", ".join(f"{kind} {value:.2f}" for kind, value in per_request.items())
-        print(f"CPU per answered /rank ({pattern}, ms): {cpu}; {sum(per_request.values()):.2f} in all, "
-              f"{RATE}/s would need {sum(per_request.values()) * RATE / 1e3:.2f} cores; the machine was busy "
-              f"{measured.cpu.busy_cores:.2f} of {psutil.cpu_count()} cores")  # fmt: skip
+        print(
+            f"CPU per answered /rank ({pattern}, ms): {cpu}; {sum(per_request.values()):.2f} in all, "
+            f"{RATE}/s would need {sum(per_request.values()) * RATE / 1e3:.2f} cores; the machine was busy "
+            f"{measured.cpu.busy_cores:.2f} of {psutil.cpu_count()} cores"
+        )
     seq, c = http.sequential, http.counters
-    print(f"/rank, one client back to back (service time, no queueing): p50 {ms(seq.latencies, 50).strip()}, "
-          f"p99 {ms(seq.latencies, 99).strip()}, {seq.errors} errors")  # fmt: skip
+    print(
+        f"/rank, one client back to back (service time, no queueing): p50 {ms(seq.latencies, 50).strip()}, "
+        f"p99 {ms(seq.latencies, 99).strip()}, {seq.errors} errors"
+    )
     failures = ", ".join(
         f"{k} {counter(c, 'solaris_store_failures_total', vm=BENCH_VM, kind=k):.0f}" for k in STORE_FAILURES
     )
     tiers = {t: counter(c, "solaris_rank_candidates_total", vm=BENCH_VM, tier=t) for t in TIER_NAMES}
     shares = ", ".join(f"{t} {v / max(sum(tiers.values()), 1):.0%}" for t, v in tiers.items())
     dropped = counter(c, "solaris_served_log_dropped_rows_total")
-    print(f"during /rank at {RATE}/s: store failures (served as tier none) {failures}; tiers {shares}; "
-          f"served log: {http.logged_rows:,} rows written in all, {dropped:.0f} dropped")  # fmt: skip
-    print(f"sweep (/rank, spread, {PER_CLIENT_RATE}/s per hey process; sustained: 0 errors, >= {SUSTAINED_SHARE:.0%} of the "
-          f"offered rate, p99 <= {SUSTAINED_P99_MS:g} ms):")  # fmt: skip
+    print(
+        f"during /rank at {RATE}/s: store failures (served as tier none) {failures}; tiers {shares}; "
+        f"served log: {http.logged_rows:,} rows written in all, {dropped:.0f} dropped"
+    )
+    print(
+        f"sweep (/rank, spread, {PER_CLIENT_RATE}/s per hey process; sustained: 0 errors, >= {SUSTAINED_SHARE:.0%} of the "
+        f"offered rate, p99 <= {SUSTAINED_P99_MS:g} ms):"
+    )
     for load in http.sweep:
         print(
             f"  offered {load.rate:>4.0f}/s: achieved {load.achieved:6.1f}/s, p50 {ms(load.latencies, 50)}, "
@@ -690,8 +727,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     with_http = duration > 0
     if with_http and shutil.which("hey") is None:
-        print("hey is not installed, so the HTTP part is skipped: `make bench-setup` installs it (the Debian "
-              "package `hey`), or pass --duration 0 to skip it on purpose", flush=True)  # fmt: skip
+        print(
+            "hey is not installed, so the HTTP part is skipped: `make bench-setup` installs it (the Debian "
+            "package `hey`), or pass --duration 0 to skip it on purpose",
+            flush=True,
+        )
         with_http = False
     data = Pairs.make(rows)
     results, https = {}, []

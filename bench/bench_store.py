@@ -336,15 +336,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     with tempfile.TemporaryDirectory() as tmp:
         results = {backend: bench_backend(backend, rows, small, n_requests, Path(tmp)) for backend in backends}
-    print(f"{'backend':<11} {'rows':>9} {'write r/s':>10} {'floor r/s':>10} {'write/floor':>11} "
-          f"{'expire ' + format(small, ',') + ' s':>15} {'expire ' + format(rows, ',') + ' s':>17}")  # fmt: skip
+    print(
+        f"{'backend':<11} {'rows':>9} {'write r/s':>10} {'floor r/s':>10} {'write/floor':>11} "
+        f"{'expire ' + format(small, ',') + ' s':>15} {'expire ' + format(rows, ',') + ' s':>17}"
+    )
     for backend, (r, _) in results.items():
         print(
             f"{backend:<11} {r['rows']:>9,.0f} {r['write_rows_s']:>10,.0f} {r['floor_rows_s']:>10,.0f} "
             f"{r['write_rows_s'] / r['floor_rows_s']:>10.0%} {r['expire_small_s']:>15.3f} {r['expire_big_s']:>17.3f}"
         )
-    print(f"\n{'backend':<11} {'statistics':<10} {'read p50':>9} {'read p99':>9} {'floor p50':>9} {'floor p99':>9} "
-          f"{'p50/floor':>9} {'p99/floor':>9} {'A2A hit':>8}")  # fmt: skip
+    print(
+        f"\n{'backend':<11} {'statistics':<10} {'read p50':>9} {'read p99':>9} {'floor p50':>9} {'floor p99':>9} "
+        f"{'p50/floor':>9} {'p99/floor':>9} {'A2A hit':>8}"
+    )
     for backend, (_, reads) in results.items():
         for stats, r in reads.items():
             print(

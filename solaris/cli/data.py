@@ -18,9 +18,18 @@ if TYPE_CHECKING:
 
 MOVIELENS = "movielens-100k"
 MAPPING_FLAGS = (
-    "format", "user", "item", "timestamp", "label", "rating", "rating_threshold", "request_id", "conversion",
-    "user_feature", "item_feature",
-)  # fmt: skip
+    "format",
+    "user",
+    "item",
+    "timestamp",
+    "label",
+    "rating",
+    "rating_threshold",
+    "request_id",
+    "conversion",
+    "user_feature",
+    "item_feature",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,9 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sizes.add_argument("--pool-size", type=int, help="items in each user's daily retrieval pool")
     sizes.add_argument("--start", help="first hour, ISO-8601 with a UTC offset (default 2026-01-05T00:00Z)")
     gen.add_argument(
-        "--hours", type=int, metavar="N",
+        "--hours",
+        type=int,
+        metavar="N",
         help="write only the first N hours of the world's span; `solaris data live` writes the rest as time passes",
-    )  # fmt: skip
+    )
     gen.set_defaults(handler=generate)
 
     imp = dsub.add_parser("import", help="import a CSV/Parquet interaction log, or MovieLens-100K")
@@ -68,15 +79,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="an item twice in one request (one user-hour without --request-id)",
     )
     imp.add_argument(
-        "--session-gap-minutes", type=float, metavar="N",
+        "--session-gap-minutes",
+        type=float,
+        metavar="N",
         help="without --request-id: a gap of more than N minutes between a user's consecutive events starts a "
         "new request (still within one hour), so an item shown again after a pause is kept, not a duplicate "
         "(default: no sessions, one request per user-hour)",
-    )  # fmt: skip
+    )
     imp.add_argument(
-        "--time-scale", type=float, default=1.0, metavar="FACTOR",
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
         help="compress time: each hour of the log holds FACTOR hours of the source (e.g. 24 for MovieLens)",
-    )  # fmt: skip
+    )
     imp.add_argument("--wheel", help=f"{MOVIELENS} only: an offline copy of the RecBole 1.2.1 wheel")
     imp.add_argument("--overwrite", action="store_true")
     imp.set_defaults(handler=import_log)
@@ -88,9 +104,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     prof = dsub.add_parser("profile", help="what an event log can support: known users, new ids, repeats, ceilings")
     prof.add_argument("world", help="a world name under $SOLARIS_DATA_DIR/worlds, or a folder path (anything with a /)")
     prof.add_argument(
-        "--json", type=Path, metavar="PATH",
+        "--json",
+        type=Path,
+        metavar="PATH",
         help="write the profile's JSON here (default: $SOLARIS_DATA_DIR/profiles/<world>.json; the path is printed)",
-    )  # fmt: skip
+    )
     flag, options = cli_option("ttl_hours")
     prof.add_argument(flag, **options)
     prof.set_defaults(handler=profile)
@@ -106,14 +124,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     live = dsub.add_parser("live", help="continue a generated world hour by hour on the live clock")
     live.add_argument("--name", help="world name (default: SOLARIS_WORLD)")
     live.add_argument(
-        "--hour-seconds", type=float, default=3600.0, metavar="N",
+        "--hour-seconds",
+        type=float,
+        default=3600.0,
+        metavar="N",
         help="wall seconds per simulated hour (default 3600: real time); ignored when SOLARIS_LIVE_CLOCK is set",
-    )  # fmt: skip
+    )
     live.add_argument(
-        "--ranker", metavar="URL",
+        "--ranker",
+        metavar="URL",
         help="send each hour's requests to this ranker, paced by the clock; each hour's figures go to "
         "$SOLARIS_DATA_DIR/live/load.jsonl and MLflow (experiment solaris-live)",
-    )  # fmt: skip
+    )
     live.add_argument(
         "--heartbeat", type=Path, help="a file touched each time the loop looks at the clock (the stack's health check)"
     )

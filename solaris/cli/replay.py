@@ -20,9 +20,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--log", type=Path, help="an event log folder")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="one replay per seed (world and training)")
     p.add_argument(
-        "--vm-seeds", type=int, nargs="+", default=list(VM_SEEDS),
+        "--vm-seeds",
+        type=int,
+        nargs="+",
+        default=list(VM_SEEDS),
         help=f"train every VM variant once per seed and report the mean and spread (default {' '.join(map(str, VM_SEEDS))})",
-    )  # fmt: skip
+    )
     for name in REPLAY_KNOBS:
         flag, options = cli_option(name)
         p.add_argument(flag, **options)

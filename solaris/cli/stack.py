@@ -24,27 +24,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     db.add_argument("--metadata-url", help="Airflow's metadata DB (sqlite:///… or postgresql+psycopg://…)")
     db.add_argument("--sqlite", action="store_true", help="SQLite metadata DB without trying PostgreSQL")
     up.add_argument(
-        "--postgres-admin-url", default=DEFAULT_ADMIN_URL,
+        "--postgres-admin-url",
+        default=DEFAULT_ADMIN_URL,
         help=f"use (creating it) database --airflow-database on this server when it answers ({DEFAULT_ADMIN_URL})",
-    )  # fmt: skip
+    )
     up.add_argument("--airflow-database", default=DEFAULT_DATABASE)
     up.add_argument(
-        "--executor", choices=EXECUTORS, default="local",
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
         help="local: tasks run under the scheduler; celery: on one Celery worker per queue (default, gpu), "
         "needs PostgreSQL metadata and the broker",
-    )  # fmt: skip
+    )
     up.add_argument(
-        "--broker-url", default=DEFAULT_BROKER_URL,
+        "--broker-url",
+        default=DEFAULT_BROKER_URL,
         help=f"the Celery broker, without its password (${BROKER_PASSWORD_ENV} where set) ({DEFAULT_BROKER_URL})",
-    )  # fmt: skip
+    )
     up.add_argument(
-        "--live", action="store_true",
+        "--live",
+        action="store_true",
         help="continue the world as live traffic (solaris data live) and schedule the DAGs on its clock",
-    )  # fmt: skip
+    )
     up.add_argument(
-        "--hour-seconds", type=float, default=3600.0, metavar="N",
+        "--hour-seconds",
+        type=float,
+        default=3600.0,
+        metavar="N",
         help="with --live: wall seconds per simulated hour (default 3600: real time)",
-    )  # fmt: skip
+    )
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every service to be healthy")
     up.set_defaults(handler=stack_up)
 

@@ -112,9 +112,16 @@ class Events:
         request = None if self.request is None else self.request[keep]
         session = None if self.session is None else self.session[keep]
         return replace(
-            self, position=self.position[keep], user=self.user[keep], item=self.item[keep], ts=self.ts[keep],
-            click=self.click[keep], conversion=self.conversion[keep], request=request, session=session,
-        )  # fmt: skip
+            self,
+            position=self.position[keep],
+            user=self.user[keep],
+            item=self.item[keep],
+            ts=self.ts[keep],
+            click=self.click[keep],
+            conversion=self.conversion[keep],
+            request=request,
+            session=session,
+        )
 
 
 def parse_events(source: Source, mapping: ColumnMapping) -> Events:

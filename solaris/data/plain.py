@@ -28,9 +28,13 @@ USER_PREFIX = "u-"
 ITEM_PREFIX = "ad-"
 CSV_NAME = "plain.csv"
 _SCHEMA = pa.schema(
-    [(PLAIN_MAPPING.user, pa.string()), (PLAIN_MAPPING.item, pa.string()),
-     (PLAIN_MAPPING.timestamp, pa.int64()), (PLAIN_MAPPING.label, pa.int8())]
-)  # fmt: skip
+    [
+        (PLAIN_MAPPING.user, pa.string()),
+        (PLAIN_MAPPING.item, pa.string()),
+        (PLAIN_MAPPING.timestamp, pa.int64()),
+        (PLAIN_MAPPING.label, pa.int8()),
+    ]
+)
 _US_PER_SECOND = 1_000_000
 
 

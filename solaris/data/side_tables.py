@@ -38,9 +38,14 @@ def build_side_table(
 
 
 def _check_constant(
-    source: Source, positions: np.ndarray, ids: np.ndarray, id_map: IdMap, codes: np.ndarray, feature: str,
+    source: Source,
+    positions: np.ndarray,
+    ids: np.ndarray,
+    id_map: IdMap,
+    codes: np.ndarray,
+    feature: str,
     id_column: str,
-) -> None:  # fmt: skip
+) -> None:
     pairs = pd.DataFrame({"id": ids, "code": codes})
     changed = (~pairs.duplicated() & pairs["id"].duplicated()).to_numpy()
     if changed.any():

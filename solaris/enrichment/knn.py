@@ -167,9 +167,12 @@ def build_neighbours(
     if len(pooled) and len(queries):
         with omp_threads(threads):
             index = pool_index(
-                unit[pooled], exact_threshold=exact_threshold, hnsw_m=hnsw_m, ef_construction=ef_construction,
+                unit[pooled],
+                exact_threshold=exact_threshold,
+                hnsw_m=hnsw_m,
+                ef_construction=ef_construction,
                 ef_search=ef_search,
-            )  # fmt: skip
+            )
             found = _search(index, ids[pooled], ids[queries], unit[queries], k)
         neighbour_ids[queries], similarities[queries] = found
     return NeighbourTable(ids, neighbour_ids, similarities)

@@ -78,9 +78,13 @@ class Arms:
     def ne_gain(self, reference: dict[str, Any], params: dict[str, Any]) -> tuple[float, list[float]]:
         """The SOLARIS VM's NE on the ``reference`` arm minus its NE on the ``params`` arm, with the paired 95%
         interval (the same resamples as the arms' own scores); both arms must have run."""
-        (found,) = ne_gains(self.main_events.label, self.main_events.requests,
-                            {"reference": self.solaris_probs[_key(reference)], "arm": self.solaris_probs[_key(params)]},
-                            [("reference", "arm")], self.seed)  # fmt: skip
+        (found,) = ne_gains(
+            self.main_events.label,
+            self.main_events.requests,
+            {"reference": self.solaris_probs[_key(reference)], "arm": self.solaris_probs[_key(params)]},
+            [("reference", "arm")],
+            self.seed,
+        )
         return found
 
     def _run(self, key: str, name: str, params: dict[str, Any]) -> tuple[loop.SpanRun, ModelScore]:

@@ -154,8 +154,13 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
         mlflow.log_metrics({f"coverage_marginal_eval_{k}": v for k, v in report.coverage_marginal.items()})
         for c in report.tier_contributions:
             low, high = c.ne_gain_ci95
-            mlflow.log_metrics({f"tier_ne_gain_{c.tier}": c.ne_gain, f"tier_ne_gain_{c.tier}_ci95_low": low,
-                                f"tier_ne_gain_{c.tier}_ci95_high": high})  # fmt: skip
+            mlflow.log_metrics(
+                {
+                    f"tier_ne_gain_{c.tier}": c.ne_gain,
+                    f"tier_ne_gain_{c.tier}_ci95_low": low,
+                    f"tier_ne_gain_{c.tier}_ci95_high": high,
+                }
+            )
         mlflow.log_metrics(
             {"fm_calls_per_served_pair": report.fm_calls_per_served_pair}
             | {f"staleness_hours_{k}": v for k, v in report.staleness_hours.items()}
@@ -163,9 +168,19 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
         )
         for p in report.speculation:
             key = f"speculation_{p.selector}_{p.fm_budget}"
-            mlflow.log_metrics({f"{key}_{k}": float(v) for k, v in
-                                (("coverage_pair", p.coverage_pair), ("fm_calls", p.fm_calls), ("ne", p.ne),
-                                 ("hit_rate_ttl", p.hit_rate_ttl), ("hit_ceiling_ttl", p.hit_ceiling_ttl),
-                                 ("requested_auc", p.requested_auc), ("ne_gain_vs_verifier", p.ne_gain_vs_verifier))
-                                if v is not None})  # fmt: skip
+            mlflow.log_metrics(
+                {
+                    f"{key}_{k}": float(v)
+                    for k, v in (
+                        ("coverage_pair", p.coverage_pair),
+                        ("fm_calls", p.fm_calls),
+                        ("ne", p.ne),
+                        ("hit_rate_ttl", p.hit_rate_ttl),
+                        ("hit_ceiling_ttl", p.hit_ceiling_ttl),
+                        ("requested_auc", p.requested_auc),
+                        ("ne_gain_vs_verifier", p.ne_gain_vs_verifier),
+                    )
+                    if v is not None
+                }
+            )
         mlflow.log_artifacts(str(folder), artifact_path="report")

@@ -119,9 +119,13 @@ def serve_hour(log: EventLog, hour: datetime, ranker: Ranker) -> tuple[ServedPai
 
 def hour_figures(hour: datetime, span: str, pairs: ServedPairs, served: Served, fm_calls: int) -> dict[str, object]:
     return {
-        "hour": hour.isoformat(), "span": span, "served": len(served.tiers), "coverage": cumulative_coverage(served.tiers),
-        "coverage_marginal": marginal_coverage(served.tiers), "fm_calls": int(fm_calls),
-    }  # fmt: skip
+        "hour": hour.isoformat(),
+        "span": span,
+        "served": len(served.tiers),
+        "coverage": cumulative_coverage(served.tiers),
+        "coverage_marginal": marginal_coverage(served.tiers),
+        "fm_calls": int(fm_calls),
+    }
 
 
 def next_run_quality(
@@ -137,11 +141,14 @@ def next_run_quality(
     fresh = quality.hit_rate_ttl(log, codes, end, ttl_hours)
     scored = quality.requested_auc(log, codes.score_log, end, ttl_hours)
     return {
-        "candidates": len(users), "covered_candidates": int(covered.sum()), "hit_rate_ttl": fresh.get("hit_rate_ttl"),
-        "ttl_pairs": int(fresh["ttl_pairs"]), "ttl_hits": int(fresh["ttl_hits"]),
+        "candidates": len(users),
+        "covered_candidates": int(covered.sum()),
+        "hit_rate_ttl": fresh.get("hit_rate_ttl"),
+        "ttl_pairs": int(fresh["ttl_pairs"]),
+        "ttl_hits": int(fresh["ttl_hits"]),
         "ttl_pool_requested": quality.pool_requested(scored, int(fresh["ttl_pairs"])),
         "requested_auc": scored.get("requested_auc"),
-    }  # fmt: skip
+    }
 
 
 def staleness_hours(

@@ -72,13 +72,15 @@ def profile_log(log: EventLog, params: PrecomputeParams | None = None) -> dict[s
         "impressions": len(user),
         "users_known": float(known.mean()),
         "by_day": by_day(user, item, micros, known, train_end),
-        "side_features": {"users": side_features(log.users(), USER_FEATURE_PREFIX),
-                          "items": side_features(log.items(), ITEM_FEATURE_PREFIX)},
+        "side_features": {
+            "users": side_features(log.users(), USER_FEATURE_PREFIX),
+            "items": side_features(log.items(), ITEM_FEATURE_PREFIX),
+        },
         "requests_per_user_day": requests_per_user_day(request_user, request_us),
         "repeat_exposure": {"ttl_hours": params.ttl_hours, "share": float(repeat.mean())},
         "hourly_volume": hourly_volume(request_us, micros, _us(hours[0]), len(hours)),
         "ceilings": None if spans is None else ceilings(log, spans, micros, known, repeat, params),
-    }  # fmt: skip
+    }
 
 
 def by_day(
@@ -119,9 +121,14 @@ def requests_per_user_day(user: np.ndarray, micros: np.ndarray) -> dict[str, flo
 
 
 def repeat_mask(
-    user: np.ndarray, item: np.ndarray, micros: np.ndarray,
-    candidate_user: np.ndarray, candidate_item: np.ndarray, candidate_us: np.ndarray, ttl_hours: int,
-) -> np.ndarray:  # fmt: skip
+    user: np.ndarray,
+    item: np.ndarray,
+    micros: np.ndarray,
+    candidate_user: np.ndarray,
+    candidate_item: np.ndarray,
+    candidate_us: np.ndarray,
+    ttl_hours: int,
+) -> np.ndarray:
     """Per impression: whether the same user was shown its item, or had it as a candidate, in the ``ttl_hours``
     hours before the impression's hour. A run for an hour knows only what came before the hour, and a pair code
     it writes lives ``ttl_hours``: a pair the user met in no such hour is one the pair tier can feed only by a
@@ -153,9 +160,13 @@ def hourly_volume(request_us: np.ndarray, impression_us: np.ndarray, first_hour_
 
 
 def ceilings(
-    log: EventLog, spans: ReplaySpans, micros: np.ndarray, known: np.ndarray, repeat: np.ndarray,
+    log: EventLog,
+    spans: ReplaySpans,
+    micros: np.ndarray,
+    known: np.ndarray,
+    repeat: np.ndarray,
     params: PrecomputeParams,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The most each tier could feed over the replay's evaluation span, as the replay reports it: the user-keyed
     tiers the users known, the cohort tier its default grid's reach. The pair tier's is no hard ceiling: the
     repeat exposure bounds what it feeds from pairs the log already showed, and the candidates the hourly run
@@ -169,10 +180,13 @@ def ceilings(
         "span": str(span),
         "impressions": int(inside.sum()),
         "users_known": _share(known[inside]),
-        "cohort": {"grid": f"{grid[0]}x{grid[1]}", "share": reach.share(grid),
-                   "counterless": reach.counterless / reach.impressions if reach.impressions else None},
+        "cohort": {
+            "grid": f"{grid[0]}x{grid[1]}",
+            "share": reach.share(grid),
+            "counterless": reach.counterless / reach.impressions if reach.impressions else None,
+        },
         "pair_from_repeats": _share(repeat[inside]),
-    }  # fmt: skip
+    }
 
 
 def _candidates(

@@ -76,10 +76,15 @@ class ReplayConfig:
         """The paper's verifier selects in the main run and the sweep: the transfer ratios are measured on the
         paper's speculation; selectors are compared in their own arms."""
         return {
-            "selector": "verifier", "top_fraction": top_fraction, "ttl_hours": self.ttl_hours,
-            "cohorts": self.cohorts, "cohort_items": self.cohort_items, "shadow_hours": self.shadow_hours,
-            "shards": 1, "device": self.device,
-        }  # fmt: skip
+            "selector": "verifier",
+            "top_fraction": top_fraction,
+            "ttl_hours": self.ttl_hours,
+            "cohorts": self.cohorts,
+            "cohort_items": self.cohort_items,
+            "shadow_hours": self.shadow_hours,
+            "shards": 1,
+            "device": self.device,
+        }
 
 
 @dataclass
@@ -169,26 +174,40 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         spec.name: replay.phase(
             f"refresh and score VM {spec.name}",
             lambda spec=spec: judge_vm(
-                config.vm_training, {v: t.model for v, t in trained.vms[spec.name].items()},
-                concat([part[spec.name] for part in logging_parts]), eval_parts[spec.name],
-                serving.first_serving_hour, version, config.seed,
+                config.vm_training,
+                {v: t.model for v, t in trained.vms[spec.name].items()},
+                concat([part[spec.name] for part in logging_parts]),
+                eval_parts[spec.name],
+                serving.first_serving_hour,
+                version,
+                config.seed,
             ),
         )
         for spec in vms
-    }  # fmt: skip
+    }
     lead = judged[vms[0].name]
     contributions, cohorts = _details(lead, evaluated_marginal, serving.fm.model, config.seed)
     span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
     main_events = lead.events.select(lead.events.hours >= hour_index(span.serve_from))
     arms = Arms(
-        span, serving.serving, lead.first_seed(), main_events, replay.arm_settings,
-        lambda arm_span_, settings: events(arm_span_, settings, specs=vms[:1])[vms[0].name], config.seed, config.progress,
-    )  # fmt: skip
+        span,
+        serving.serving,
+        lead.first_seed(),
+        main_events,
+        replay.arm_settings,
+        lambda arm_span_, settings: events(arm_span_, settings, specs=vms[:1])[vms[0].name],
+        config.seed,
+        config.progress,
+    )
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
     speculation = []
     if config.speculation:
-        replay.phase("demand model for the selector arms", lambda: train_arms_demand(
-            replay.settings, log, arms, serving.first_serving_hour, config.ttl_hours, config.seed))  # fmt: skip
+        replay.phase(
+            "demand model for the selector arms",
+            lambda: train_arms_demand(
+                replay.settings, log, arms, serving.first_serving_hour, config.ttl_hours, config.seed
+            ),
+        )
         params = config.precompute_params(config.top_fraction)
         speculation = replay.phase(
             "selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params)

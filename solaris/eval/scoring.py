@@ -92,7 +92,11 @@ def score_models(
             transfer_sd = _sd(_paired(runs.ne[VM_BASE], runs.ne[name], lambda b, x: (b - x) / (b - fm_ne)))
         scores.append(
             ModelScore(
-                name, ne, runs.mean(name, "log_loss"), runs.mean(name, "auc"), transfer,
+                name,
+                ne,
+                runs.mean(name, "log_loss"),
+                runs.mean(name, "auc"),
+                transfer,
                 ne_ci95=list(interval(runs.samples[:, m])),
                 ne_gain=base_ne - ne,
                 ne_gain_ci95=gain_ci,
@@ -102,7 +106,7 @@ def score_models(
                 ne_gain_runs_sd=gain_sd if name != VM_BASE else None,
                 transfer_ratio_runs_sd=transfer_sd,
             )
-        )  # fmt: skip
+        )
     return scores
 
 

@@ -201,9 +201,11 @@ def run_figures(client: MlflowClient, run_keys: Sequence[str]) -> dict[str, dict
     found = {}
     for key in run_keys:
         latest = client.search_runs(
-            [experiment.experiment_id], f"tags.run_key = '{key}'",
-            order_by=["attributes.start_time DESC"], max_results=1,
-        )  # fmt: skip
+            [experiment.experiment_id],
+            f"tags.run_key = '{key}'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
         if latest:
             metrics = latest[0].data.metrics
             found[key] = {name: metrics[name] for name in RUN_FIGURES if name in metrics}

@@ -65,12 +65,19 @@ def command(settings: Settings, config: ServerConfig) -> list[str]:
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     settings.mlflow_artifacts_dir.mkdir(parents=True, exist_ok=True)
     argv = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", uri,
-        "--host", config.host,
-        "--port", str(config.port),
-        "--workers", str(config.workers),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        config.host,
+        "--port",
+        str(config.port),
+        "--workers",
+        str(config.workers),
+    ]
     if config.allowed_hosts:
         argv += ["--allowed-hosts", config.allowed_hosts]
     if config.serve_artifacts:

@@ -48,9 +48,14 @@ def start(name: str, argv: Sequence[str], env: Mapping[str, str], log: Path, cwd
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
         child = subprocess.Popen(
-            list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
     return Proc(name, child.pid, psutil.Process(child.pid).create_time(), log)
 
 

@@ -315,14 +315,27 @@ def _workers(
     for spec, log_port in zip(celery_workers.WORKERS, health.free_ports(config.host, len(celery_workers.WORKERS))):
         node = spec.node()
         argv = [
-            sys.executable, "-m", "airflow", "celery", "worker",
-            "--queues", ",".join(spec.queues), "--concurrency", str(spec.concurrency), "--celery-hostname", node,
-        ]  # fmt: skip
-        env = base | airflow | {
-            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(log_port),
-            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "solaris.ops.celery_workers.task_hostname",
-            celery_workers.WORKER_NAME_ENV: node,
-        }  # fmt: skip
+            sys.executable,
+            "-m",
+            "airflow",
+            "celery",
+            "worker",
+            "--queues",
+            ",".join(spec.queues),
+            "--concurrency",
+            str(spec.concurrency),
+            "--celery-hostname",
+            node,
+        ]
+        env = (
+            base
+            | airflow
+            | {
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(log_port),
+                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "solaris.ops.celery_workers.task_hostname",
+                celery_workers.WORKER_NAME_ENV: node,
+            }
+        )
         if not spec.local_data:
             env["SOLARIS_DATA_DIR"] = str(worker_data_dir(settings, spec.name))
         check = Check(config.broker_url, celery_node=node, queues=spec.queues)  # refused earlier if it held a password

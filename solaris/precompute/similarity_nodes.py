@@ -89,9 +89,14 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
             rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
         part = built.rows(rows)
         meta["neighbours_written"] = store.write_user_neighbours(
-            run.run_key, run.embedding_version, part.user_ids, part.neighbour_ids, part.similarities,
-            start, start + timedelta(hours=p.knn_rebuild_hours),
-        )  # fmt: skip
+            run.run_key,
+            run.embedding_version,
+            part.user_ids,
+            part.neighbour_ids,
+            part.similarities,
+            start,
+            start + timedelta(hours=p.knn_rebuild_hours),
+        )
         knn_state.save(folder, start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
         knn_state.prune(folder, start - timedelta(hours=1))
         meta |= {"knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
@@ -112,9 +117,14 @@ def item_neighbours(run: HourRun, settings: Settings) -> Meta:
         vectors = item_vectors(pinned_fm(run, settings), ids)
         built = build_neighbours(ids, vectors, p.a2a_k, pool=pool)
         meta["item_neighbours_written"] = store.write_item_neighbours(
-            run.run_key, run.embedding_version, built.user_ids, built.neighbour_ids, built.similarities,
-            start, run.expires_at,
-        )  # fmt: skip
+            run.run_key,
+            run.embedding_version,
+            built.user_ids,
+            built.neighbour_ids,
+            built.similarities,
+            start,
+            run.expires_at,
+        )
         meta |= {"a2a_pool": len(pool), DEGENERATE["item"]: int(degenerate(vectors).sum())}
     return meta
 

@@ -61,9 +61,15 @@ class HourRun:
             raise ValueError(f"run {self.run_key} has no shadow chain")
         s = self.shadow
         return replace(
-            self, fm_version=s.fm_version, ae_version=s.ae_version, vm_version=s.vm_version,
-            embedding_version=s.embedding_version, code_dim=s.code_dim, shadow=None, shadow_of=self.embedding_version,
-        )  # fmt: skip
+            self,
+            fm_version=s.fm_version,
+            ae_version=s.ae_version,
+            vm_version=s.vm_version,
+            embedding_version=s.embedding_version,
+            code_dim=s.code_dim,
+            shadow=None,
+            shadow_of=self.embedding_version,
+        )
 
     @property
     def code_dtype(self) -> str:

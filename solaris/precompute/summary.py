@@ -68,8 +68,10 @@ def table(metrics: dict[str, dict[str, float]]) -> str:
     """Two blocks: counts, coverage by tier of the hour before, hit rates, efficiency; then seconds per step."""
     figures = (*COVERAGE, *EFFICIENCY)
     head = ["run", *(c.removeprefix("count_") for c in COUNTS), *figures]
-    rows = [[key, *(f"{m.get(c, 0):.0f}" for c in COUNTS), *(f"{m[c]:.3f}" if c in m else "-" for c in figures)]
-            for key, m in metrics.items()]  # fmt: skip
+    rows = [
+        [key, *(f"{m.get(c, 0):.0f}" for c in COUNTS), *(f"{m[c]:.3f}" if c in m else "-" for c in figures)]
+        for key, m in metrics.items()
+    ]
     own = [s for s in STEPS if s not in SHADOW_STEPS]
     steps = [["run", *own, "shadow", "total"]]
     for key, m in metrics.items():

@@ -69,9 +69,13 @@ class ServiceConfig:
 
     def __post_init__(self) -> None:
         values = (
-            self.max_candidates, self.store_timeout_ms, self.poll_seconds, self.torch_threads, self.max_body_bytes,
+            self.max_candidates,
+            self.store_timeout_ms,
+            self.poll_seconds,
+            self.torch_threads,
+            self.max_body_bytes,
             self.served_log_flush_rows,
-        )  # fmt: skip
+        )
         if min(values) <= 0:
             raise ValueError(
                 "max_candidates, store_timeout_ms, poll_seconds, torch_threads, max_body_bytes and"

@@ -29,13 +29,18 @@ class RankerMetrics:
         """``vms``: the VMs served, whose every series starts at 0 (others appear when first used)."""
         self.registry = CollectorRegistry()
         self.latency = Histogram(
-            "solaris_rank_seconds", "Ranker latency per request, per VM and stage", ["vm", "stage"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
-        )  # fmt: skip
-        self.candidates = Counter(
-            "solaris_rank_candidates", "Candidates scored, per VM and the tier that fed them", ["vm", "tier"],
+            "solaris_rank_seconds",
+            "Ranker latency per request, per VM and stage",
+            ["vm", "stage"],
+            buckets=LATENCY_BUCKETS,
             registry=self.registry,
-        )  # fmt: skip
+        )
+        self.candidates = Counter(
+            "solaris_rank_candidates",
+            "Candidates scored, per VM and the tier that fed them",
+            ["vm", "tier"],
+            registry=self.registry,
+        )
         self.store_failures = Counter(
             "solaris_store_failures",
             "Store reads answered with tier none, per VM",

@@ -108,9 +108,15 @@ class ServedBatch:
 
     def table(self) -> pa.Table:
         return served_table(
-            self.inputs, self.scores, self.tiers, self.ts_us, self.request_ids,
-            self.vm_version, self.embedding_version, self.code_dim,
-        )  # fmt: skip
+            self.inputs,
+            self.scores,
+            self.tiers,
+            self.ts_us,
+            self.request_ids,
+            self.vm_version,
+            self.embedding_version,
+            self.code_dim,
+        )
 
 
 def served_dir(root: Path, vm_name: str) -> Path:

@@ -166,8 +166,10 @@ class PostgresFeatureStore(SqlFeatureStore):
             self._analyze_if_stale(conn, "user_neighbours")
 
     def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
-        rows = [(stamp.version, item, packed, stamp.created_at, stamp.expires_at, stamp.run_id)
-                for item, packed in zip(items.tolist(), lists, strict=True)]  # fmt: skip
+        rows = [
+            (stamp.version, item, packed, stamp.created_at, stamp.expires_at, stamp.run_id)
+            for item, packed in zip(items.tolist(), lists, strict=True)
+        ]
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_item_neighbours"), rows)
             conn.exec_driver_sql(self._sql("bump_item_list_generation"), {"version": stamp.version})

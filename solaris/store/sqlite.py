@@ -133,8 +133,14 @@ class SqliteFeatureStore(SqlFeatureStore):
             self._analyze_if_never(conn, "user_neighbours")
 
     def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
-        rows = zip(repeat(stamp.version), items.tolist(), lists, repeat(stamp.created_at), repeat(stamp.expires_at),
-                   repeat(stamp.run_id))  # fmt: skip
+        rows = zip(
+            repeat(stamp.version),
+            items.tolist(),
+            lists,
+            repeat(stamp.created_at),
+            repeat(stamp.expires_at),
+            repeat(stamp.run_id),
+        )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("upsert_item_neighbours"), list(rows))
             conn.exec_driver_sql(self._sql("bump_item_list_generation"), {"version": stamp.version})

@@ -25,7 +25,7 @@ from solaris.tracking.registry import (
     SHADOW_REFUSED,
     SHADOW_SUPERSEDED,
     PinnedVersions,
-)  # fmt: skip
+)
 
 MAX_SHADOW_COVERAGE_DROP = 0.10  # all-tier coverage the shadow may lack against the champion's, at most
 
@@ -123,10 +123,14 @@ def log_decision(
     """One decision as a run of ``solaris-promotion``; its reason also on the challenger VM's ``promotion`` tag."""
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-promotion"))
     with mlflow.start_run(run_name=run_name):
-        mlflow.log_params({
-            "vm": challenger.vm_name, "challenger_vm": challenger.vm,
-            "challenger_embedding_version": challenger.embedding_version, **params,
-        })  # fmt: skip
+        mlflow.log_params(
+            {
+                "vm": challenger.vm_name,
+                "challenger_vm": challenger.vm,
+                "challenger_embedding_version": challenger.embedding_version,
+                **params,
+            }
+        )
         mlflow.log_metrics(found)
         mlflow.set_tags({"promoted": str(promoted).lower(), "reason": reason})
     client.set_model_version_tag(challenger.vm_model, challenger.vm, "promotion", reason)

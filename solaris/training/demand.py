@@ -48,14 +48,27 @@ def train_demand_job(
 ) -> DemandDecision:
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, EXPERIMENT))
     with mlflow.start_run(run_name="demand"):
-        runs.log_params({**plan.fit.as_params(), "train_hours": plan.train_hours, "valid_hours": plan.valid_hours,
-                         "negative_rate": plan.negative_rate, "ttl_hours": ttl_hours, "until": until.isoformat()})  # fmt: skip
+        runs.log_params(
+            {
+                **plan.fit.as_params(),
+                "train_hours": plan.train_hours,
+                "valid_hours": plan.valid_hours,
+                "negative_rate": plan.negative_rate,
+                "ttl_hours": ttl_hours,
+                "until": until.isoformat(),
+            }
+        )
         trained = train_demand(log, until, ttl_hours, plan, runs.log_epoch)
         model = with_gains(trained.model, gains or {})
         runs.log_fit(trained.fit, "demand")
         mlflow.log_metrics({f"valid_{k}": v for k, v in trained.metrics.items()})
-        tags = {"role": "demand", "trained_until": until.isoformat(), "ttl_hours": ttl_hours,
-                "valid_auc": f"{trained.metrics['auc']:.6f}", "gains_from": "served" if gains else "none"}  # fmt: skip
+        tags = {
+            "role": "demand",
+            "trained_until": until.isoformat(),
+            "ttl_hours": ttl_hours,
+            "valid_auc": f"{trained.metrics['auc']:.6f}",
+            "gains_from": "served" if gains else "none",
+        }
         example = columns(trained.valid.features[:5], model.config.features)
         version = registry.log_model(client, model, DEMAND_MODEL, model.config.columns(), example, tags)
     registry.set_alias(client, DEMAND_MODEL, CHALLENGER, version)

@@ -109,8 +109,16 @@ def promotion_gate(
     for d in verdicts:
         params = {"champion_vm": d.champion.vm if d.champion else "none", "eval_hours": eval_hours}
         found = {"challenger_ne": d.challenger_ne} | ({} if d.champion_ne is None else {"champion_ne": d.champion_ne})
-        log_decision(client, settings, f"gate-{d.challenger.vm_name}-v{d.challenger.vm}", d.challenger, params, found,
-                     d.promoted, d.reason)  # fmt: skip
+        log_decision(
+            client,
+            settings,
+            f"gate-{d.challenger.vm_name}-v{d.challenger.vm}",
+            d.challenger,
+            params,
+            found,
+            d.promoted,
+            d.reason,
+        )
     if decision.awaiting_shadow:
         await_shadow(client, [d.challenger for d in verdicts])
     promote(client, promoted)

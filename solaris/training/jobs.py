@@ -258,9 +258,12 @@ def gate_challengers(
         return champion_examples(world, fm, ae, plan.device, plan.served_age_hours)
 
     return promotion_gate(
-        client, settings, challengers, str(world.split.eval),
+        client,
+        settings,
+        challengers,
+        str(world.split.eval),
         lambda champion: champion_ne(specs[champion.vm_name], champion, examples(champion.fm, champion.ae)),
-    )  # fmt: skip
+    )
 
 
 def train_all(

@@ -63,9 +63,16 @@ def refresh_fm(
             {**plan.fm_fit.as_params(), "refreshed_from": previous.version, "train": str(train), "valid": str(valid)}
         )
         fm, fit = train_fm(
-            world.log, train, valid, world.index, world.users, world.items,
-            fit_config=plan.fm_fit, on_epoch=runs.log_epoch, start_from=previous.model,
-        )  # fmt: skip
+            world.log,
+            train,
+            valid,
+            world.index,
+            world.users,
+            world.items,
+            fit_config=plan.fm_fit,
+            on_epoch=runs.log_epoch,
+            start_from=previous.model,
+        )
         runs.log_fit(fit, "FM refresh")
         example = fm_matrix(world.log.impressions(valid.start, valid.end).slice(0, 5), world.index, fm.config.history)
         tags = {"role": "fm", "embedding_dim": fm.config.embedding_dim, "refreshed_from": previous.version}
@@ -119,7 +126,13 @@ def register_successor_vm(
     example = np.zeros((5, len(vm.config.columns())), np.float32)  # id 0, hour 0, no tiers: a valid input
     mlflow.set_experiment(experiment_id=registry.experiment(client, settings, "solaris-train-vm"))
     with mlflow.start_run(run_name=f"{vm_name}-successor"):
-        tags = {"role": "vm", "vm": vm_name, "variant": vm.config.variant, "embedding_version": version,
-                "code_dim": vm.config.code_dim, "weights_of": vm_version}  # fmt: skip
+        tags = {
+            "role": "vm",
+            "vm": vm_name,
+            "variant": vm.config.variant,
+            "embedding_version": version,
+            "code_dim": vm.config.code_dim,
+            "weights_of": vm_version,
+        }
         successor = registry.log_model(client, vm, model, vm.config.columns(), example, tags)
     return PinnedVersions(fm.version, ae.version, successor, version, vm_name)

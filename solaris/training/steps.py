@@ -89,9 +89,12 @@ def vm_task(
     )
     challenger = served_challenger(spec, variants, teacher, chosen)
     return {
-        "vm": vm_name, "versions": {v: t.version for v, t in variants.items()}, "chain": asdict(challenger.chain),
-        "served_ne": challenger.ne, "eval_hours": str(world.split.eval),
-    }  # fmt: skip
+        "vm": vm_name,
+        "versions": {v: t.version for v, t in variants.items()},
+        "chain": asdict(challenger.chain),
+        "served_ne": challenger.ne,
+        "eval_hours": str(world.split.eval),
+    }
 
 
 def gate(settings: Settings, chosen: TrainPlan, until: datetime, vms: list[dict[str, Any]]) -> dict[str, Any]:
@@ -105,10 +108,13 @@ def gate(settings: Settings, chosen: TrainPlan, until: datetime, vms: list[dict[
             raise ValueError(f"{AE_MODEL} version {ae} compresses FM {ae_fm}, not FM {fm}")
     decision = gate_challengers(client, settings, _world(settings, chosen, until), challengers, chosen)
     return {
-        "promoted": decision.promoted, "chain_moved": decision.chain_moved, "awaiting_shadow": decision.awaiting_shadow,
-        "reason": decision.reason, "embedding_version": challengers[0].chain.embedding_version,
+        "promoted": decision.promoted,
+        "chain_moved": decision.chain_moved,
+        "awaiting_shadow": decision.awaiting_shadow,
+        "reason": decision.reason,
+        "embedding_version": challengers[0].chain.embedding_version,
         "vms": {d.challenger.vm_name: {"promoted": d.promoted, "reason": d.reason} for d in decision.decisions},
-    }  # fmt: skip
+    }
 
 
 def train_demand(settings: Settings, until: datetime, ttl_hours: int, seed: int) -> dict[str, Any]:

@@ -18,11 +18,21 @@ HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
 # The declarations a DAG file may import at parse time: stdlib-only modules (and their packages), and the live
 # schedule (stdlib, pendulum and Airflow's timetable base, which airflow.sdk loads anyway).
 LIGHT_SOLARIS = {
-    "solaris", "solaris.config", "solaris.airflow_env", "solaris.assets",
-    "solaris.precompute", "solaris.precompute.params", "solaris.precompute.pipeline", "solaris.eval",
-    "solaris.eval.protocol", "solaris.vms", "solaris.live", "solaris.live.clock", "solaris.live.timetable",
+    "solaris",
+    "solaris.config",
+    "solaris.airflow_env",
+    "solaris.assets",
+    "solaris.precompute",
+    "solaris.precompute.params",
+    "solaris.precompute.pipeline",
+    "solaris.eval",
+    "solaris.eval.protocol",
+    "solaris.vms",
+    "solaris.live",
+    "solaris.live.clock",
+    "solaris.live.timetable",
     "solaris.training_knobs",
-}  # fmt: skip
+}
 
 
 def test_dag_folder_parses_without_errors(dagbag: Any) -> None:

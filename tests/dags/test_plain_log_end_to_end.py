@@ -38,9 +38,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 WORLD = "plain-tiny"
 CONF = {"shards": 1, "device": "cpu"}
 IMPORT_FLAGS = [
-    "--user", PLAIN_MAPPING.user, "--item", PLAIN_MAPPING.item, "--timestamp", PLAIN_MAPPING.timestamp,
-    "--label", PLAIN_MAPPING.label,
-]  # fmt: skip
+    "--user",
+    PLAIN_MAPPING.user,
+    "--item",
+    PLAIN_MAPPING.item,
+    "--timestamp",
+    PLAIN_MAPPING.timestamp,
+    "--label",
+    PLAIN_MAPPING.label,
+]
 NEVER_SEEN_USER, NEVER_SEEN_ITEM = "u-never-seen", "ad-never-seen"
 CLICKS_ONLY = '[vm.ctr]\nlabel = "click"\n'  # a plain log has no conversions: the team declares its one VM
 

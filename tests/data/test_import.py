@@ -134,9 +134,14 @@ def test_parquet_with_request_ids_rating_and_conversion(tmp_path: Path) -> None:
     source = tmp_path / "log.parquet"
     frame.to_parquet(source)
     mapping = ColumnMapping(
-        user="uid", item="iid", timestamp="when", rating="stars", rating_threshold=4.0,
-        request_id="req", conversion="bought",
-    )  # fmt: skip
+        user="uid",
+        item="iid",
+        timestamp="when",
+        rating="stars",
+        rating_threshold=4.0,
+        request_id="req",
+        conversion="bought",
+    )
     log = import_file(source, tmp_path / "out" / "log", mapping)
 
     requests = source_frame(log, log.requests(log.start, log.end)).set_index("request_id")
@@ -230,13 +235,16 @@ BAD_CSV = [
     ([HEADER, "1,10,1e300,1,a,x"], r"row 1 \(line 2\), column 'ts': expected unix seconds"),
     ([HEADER, "1,10,0,1,a,x", ",11,0,1,a,x"], r"row 2 \(line 3\), column 'user': missing id, got nan$"),
     ([HEADER, f"1,{'x' * 257},0,1,a,x"], r"row 1 \(line 2\), column 'item': an id over 256 characters"),
-    ([HEADER, "1,10,0,1,a,x", ",11,0,1,a,x", ",1,0,1,a,x"], r"row 2 \(line 3\), column 'user': missing id.*\(2 such rows\)"),
+    (
+        [HEADER, "1,10,0,1,a,x", ",11,0,1,a,x", ",1,0,1,a,x"],
+        r"row 2 \(line 3\), column 'user': missing id.*\(2 such rows\)",
+    ),
     ([HEADER, "1,10,0,1,a,x", "", "1,11,0,2,a,x"], r"row 3 \(line 4\), column 'click': expected 0 or 1, got '2'"),
     ([HEADER, "1,10,0,,a,x"], r"row 1 \(line 2\), column 'click': expected 0 or 1"),
     ([HEADER, "1,10,0,1,a,x", "1,11,0,1,b,x"], r"row 2 \(line 3\), column 'seg': user_id 1 already had 'a' at row 1"),
     (["user,item,ts,seg,genre", "1,10,0,a,x"], r"missing column\(s\) click \(the file has"),
     ([HEADER], r"no data rows"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("lines", "pattern"), BAD_CSV)

@@ -97,7 +97,7 @@ BAD_IDS = [
     (pd.Series([1.0, 2.0**60, 3.0]), r"row 2, column 'user': expected a whole-number id below 2\*\*53"),
     (pd.Series(["a", 1.5, "b"], dtype=object), r"row 2, column 'user': expected an id as text or an integer, got 1.5"),
     (pd.Series([True, False, True]), r"row 1, column 'user': expected an id as text or an integer"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("users", "pattern"), BAD_IDS)
@@ -130,9 +130,15 @@ def test_an_fm_trains_on_a_raw_id_world(tmp_path: Path, spelling: str) -> None:
     assert (world.users.vocab, world.items.vocab) == (N_USERS + 1, N_ITEMS + 1)  # + the unknown row
     split = world.split
     fm, fit = train_fm(
-        world.log, split.fm_train, split.valid, world.index, world.users, world.items,
-        FMConfig(), FitConfig(epochs=1, progress=False, threads=1),
-    )  # fmt: skip
+        world.log,
+        split.fm_train,
+        split.valid,
+        world.index,
+        world.users,
+        world.items,
+        FMConfig(),
+        FitConfig(epochs=1, progress=False, threads=1),
+    )
     assert len(fit.valid_loss) == 1 and np.isfinite(fit.valid_loss[0])
 
 

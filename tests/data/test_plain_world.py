@@ -38,11 +38,15 @@ def _raw_impressions(log: EventLog) -> pd.DataFrame:
     """The plain world's impressions with the ids its log had, by hour."""
     frame = log.impressions(log.start, log.end, ["user_id", "item_id", "ts", "click", "conversion"]).to_pandas()
     maps = IdMaps.read(log.root)
-    return pd.DataFrame({
-        "user": maps.user.raw_ids(frame["user_id"]), "item": maps.item.raw_ids(frame["item_id"]),
-        "hour": frame["ts"].dt.floor("h"), "click": frame["click"],
-        "conversion": frame["conversion"],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "user": maps.user.raw_ids(frame["user_id"]),
+            "item": maps.item.raw_ids(frame["item_id"]),
+            "hour": frame["ts"].dt.floor("h"),
+            "click": frame["click"],
+            "conversion": frame["conversion"],
+        }
+    )
 
 
 def test_the_preset_is_the_default_world_written_plain() -> None:
@@ -64,10 +68,14 @@ def test_the_plain_world_is_the_simulated_traffic_as_an_import_keeps_it(simulate
     """Every impression is there, by raw id and hour, except an item shown again to a user within the hour (the
     importer's duplicate: without request ids a request is a user-hour), counted in meta.json ``rows``."""
     truth = simulated.impressions(simulated.start, simulated.end, ["user_id", "item_id", "ts", "click"]).to_pandas()
-    expected = pd.DataFrame({
-        "user": USER_PREFIX + truth["user_id"].astype(str), "item": ITEM_PREFIX + truth["item_id"].astype(str),
-        "hour": truth["ts"].dt.floor("h"), "click": truth["click"],
-    })  # fmt: skip
+    expected = pd.DataFrame(
+        {
+            "user": USER_PREFIX + truth["user_id"].astype(str),
+            "item": ITEM_PREFIX + truth["item_id"].astype(str),
+            "hour": truth["ts"].dt.floor("h"),
+            "click": truth["click"],
+        }
+    )
     kept = expected.drop_duplicates(["user", "item", "hour"], keep="first")
     got = _raw_impressions(plain)
     key = ["hour", "user", "item"]

@@ -26,10 +26,15 @@ def fm_and_history() -> tuple[FoundationModel, HistoryIndex]:
     with torch.no_grad():
         torch.nn.init.normal_(fm.user.ids.weight)
         fm.user.trained[fm.user.rows(torch.tensor([0, 1]))] = True
-    empty = pa.table({
-        "user_id": pa.array([], pa.int64()), "ts": pa.array([], pa.timestamp("us", tz="UTC")),
-        "item_id": pa.array([], pa.int64()), "click": pa.array([], pa.int8()), "conversion": pa.array([], pa.int8()),
-    })  # fmt: skip
+    empty = pa.table(
+        {
+            "user_id": pa.array([], pa.int64()),
+            "ts": pa.array([], pa.timestamp("us", tz="UTC")),
+            "item_id": pa.array([], pa.int64()),
+            "click": pa.array([], pa.int8()),
+            "conversion": pa.array([], pa.int8()),
+        }
+    )
     return fm, HistoryIndex.from_table(empty)
 
 

@@ -22,19 +22,25 @@ def _log(target: Path, requests: list[tuple[datetime, int, int]], signups: dict[
     rows = [(i, ts, user) for i, (ts, user, shown) in enumerate(requests) for _ in range(shown)]
     impressions = pa.table(
         {
-            "request_id": [r[0] for r in rows], "ts": [r[1] for r in rows], "user_id": [r[2] for r in rows],
-            "item_id": [7] * len(rows), "position": list(range(len(rows))), "click": [0] * len(rows),
+            "request_id": [r[0] for r in rows],
+            "ts": [r[1] for r in rows],
+            "user_id": [r[2] for r in rows],
+            "item_id": [7] * len(rows),
+            "position": list(range(len(rows))),
+            "click": [0] * len(rows),
             "conversion": [0] * len(rows),
         },
         schema=IMPRESSIONS,
-    )  # fmt: skip
+    )
     table = pa.table(
         {
-            "request_id": list(range(len(requests))), "ts": [r[0] for r in requests],
-            "user_id": [r[1] for r in requests], "candidates": [[7]] * len(requests),
+            "request_id": list(range(len(requests))),
+            "ts": [r[0] for r in requests],
+            "user_id": [r[1] for r in requests],
+            "candidates": [[7]] * len(requests),
         },
         schema=REQUESTS,
-    )  # fmt: skip
+    )
     users = pa.table(
         {"user_id": list(signups), "signup_ts": pa.array(list(signups.values()), pa.timestamp("us", "UTC"))}
     )

@@ -45,10 +45,16 @@ def _events(rng: np.random.Generator, first_hour: int, hours: int, per_hour: int
             served[:, block.start] = label * 4
     fm = np.clip(0.3 + 0.4 * (label - 0.3), 0.01, 0.99).astype(np.float32)
     return ServedEvents(
-        label=label, fm_prob=fm, fm_prob_hourly=fm, fm_prob_hourly_positioned=fm, base=base, served=served,
-        tiers=np.zeros(n, np.int8), hours=first_hour + np.repeat(np.arange(hours), per_hour),
+        label=label,
+        fm_prob=fm,
+        fm_prob_hourly=fm,
+        fm_prob_hourly_positioned=fm,
+        base=base,
+        served=served,
+        tiers=np.zeros(n, np.int8),
+        hours=first_hour + np.repeat(np.arange(hours), per_hour),
         requests=np.arange(n) // 5,
-    )  # fmt: skip
+    )
 
 
 def _first_stage(train: ServedEvents) -> dict[str, VerticalModel]:

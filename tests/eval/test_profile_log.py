@@ -44,17 +44,20 @@ def write_log(target: Path, requests: list[tuple[int, int, list[int], list[int]]
                 impressions[name].append(value)
     request_table = pa.table(
         {
-            "request_id": list(range(len(requests))), "ts": [T0 + r[0] * H for r in requests],
-            "user_id": [r[1] for r in requests], "candidates": [r[2] for r in requests],
+            "request_id": list(range(len(requests))),
+            "ts": [T0 + r[0] * H for r in requests],
+            "user_id": [r[1] for r in requests],
+            "candidates": [r[2] for r in requests],
         },
         schema=REQUESTS,
-    )  # fmt: skip
+    )
     users = pa.table(
         {
-            "user_id": [1, 2, 3, 4, 5], "u_seg": pa.array([0, 1, 0, 1, 0], pa.int32()),
+            "user_id": [1, 2, 3, 4, 5],
+            "u_seg": pa.array([0, 1, 0, 1, 0], pa.int32()),
             "signup_ts": pa.array([SIGNUP.get(u) for u in range(1, 6)], TS),
         }
-    )  # fmt: skip
+    )
     items = pa.table({"item_id": [10, 11, 12, 13]})  # no side features: a common case
     with building(target) as folder:
         meta = {"name": target.name, "source": "test", "start": str(T0), "end": str(T0 + hours * H)}

@@ -65,9 +65,19 @@ def test_every_model_is_scored_on_the_same_eval_span(replayed: tuple[Settings, R
     report = replayed[1]
     names = [m.name for m in report.models]
     assert names == [
-        "FM", "FM as precomputed", "FM as precomputed, at served position (ablation)", "VM base", "VM distilled", "SOLARIS pair", "SOLARIS +a2a", "SOLARIS +agg",
-        "SOLARIS +knn", "SOLARIS +cohort", "SOLARIS all but a2a (ablation)", "SOLARIS all+distill",
-    ]  # fmt: skip
+        "FM",
+        "FM as precomputed",
+        "FM as precomputed, at served position (ablation)",
+        "VM base",
+        "VM distilled",
+        "SOLARIS pair",
+        "SOLARIS +a2a",
+        "SOLARIS +agg",
+        "SOLARIS +knn",
+        "SOLARIS +cohort",
+        "SOLARIS all but a2a (ablation)",
+        "SOLARIS all+distill",
+    ]
     assert {h.span for h in report.hours} == {"logging", "eval"}
 
 
@@ -159,8 +169,10 @@ def test_the_efficiency_figures_count_candidates_and_hits_while_fresh(replayed: 
     # A pair is a hit in any hour of its TTL, so never less often than in the hour it was written for: the
     # pairs whose TTL (4 h) ends with hour h were written 3 hours before it.
     written = {h.hour: h.hit_rate for h in report.hours}
-    pairs = [(written.get((datetime.fromisoformat(h.hour) - timedelta(hours=3)).isoformat()), h.hit_rate_ttl)
-             for h in report.hours]  # fmt: skip
+    pairs = [
+        (written.get((datetime.fromisoformat(h.hour) - timedelta(hours=3)).isoformat()), h.hit_rate_ttl)
+        for h in report.hours
+    ]
     pairs = [(same_hour, ttl) for same_hour, ttl in pairs if same_hour is not None and ttl is not None]
     assert pairs and all(same_hour <= ttl for same_hour, ttl in pairs)
     assert all(p.fm_calls_per_covered_candidate is not None for p in report.sweep)

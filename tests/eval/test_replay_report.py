@@ -196,9 +196,10 @@ def test_the_table_shows_every_model_and_figure_beside_the_papers() -> None:
     assert "a loss" in _line(text, "+ user aggregate ")  # an interval below 0 is not something a tier adds
     assert "26.7%" in _line(text, "users known before their hour") and "the most a user-keyed tier can feed" in text
     new_items = [line for line in text.splitlines() if line.startswith("new items (12.5%, 2,500)")]
-    assert [next(m for m in ("FM ", "VM base", "VM distilled", "SOLARIS +cohort", "SOLARIS all+distill") if m in line) for line in new_items] == [
-        "FM ", "VM base", "VM distilled", "SOLARIS +cohort", "SOLARIS all+distill"
-    ]  # fmt: skip
+    assert [
+        next(m for m in ("FM ", "VM base", "VM distilled", "SOLARIS +cohort", "SOLARIS all+distill") if m in line)
+        for line in new_items
+    ] == ["FM ", "VM base", "VM distilled", "SOLARIS +cohort", "SOLARIS all+distill"]
     assert f"{report.model('FM').ne + 0.03:.4f}" in new_items[0]
     assert "too few to score" in _line(text, "new users (1.0%, 200)")
     assert text.rstrip().endswith("Invariants: all hold")
@@ -489,9 +490,10 @@ def fm_not_beating_base(report: ReplayReport) -> ReplayReport:
     no_ratio = {"transfer_ratio": None, "transfer_ratio_ci95": None}
     models = [
         replace(m, ne=fm_ne, ne_ci95=[fm_ne - 0.004, fm_ne + 0.005], ne_gain=-0.01, **no_ratio)
-        if m.name == "FM" else replace(m, **no_ratio)
+        if m.name == "FM"
+        else replace(m, **no_ratio)
         for m in report.models
-    ]  # fmt: skip
+    ]
     return replace(report, models=models, sweep=[replace(p, **no_ratio) for p in report.sweep])
 
 

@@ -34,9 +34,14 @@ def test_hours_are_read_back_in_order_and_a_line_cut_short_is_left_out(tmp_path:
     hours = read_hours(path)
     assert [h["hour"] for h in hours] == ["2026-01-07T05:00:00+00:00", "2026-01-07T06:00:00+00:00"]
     assert hours[0] | {"ranker_p50_ms": round(hours[0]["ranker_p50_ms"], 6)} == {
-        "hour": "2026-01-07T05:00:00+00:00", "sent": 3, "answered": 2, "not_ready": 1, "failed": 0,
-        "ranker_p50_ms": 15.0, "ranker_p99_ms": hours[0]["ranker_p99_ms"],
-    }  # fmt: skip
+        "hour": "2026-01-07T05:00:00+00:00",
+        "sent": 3,
+        "answered": 2,
+        "not_ready": 1,
+        "failed": 0,
+        "ranker_p50_ms": 15.0,
+        "ranker_p99_ms": hours[0]["ranker_p99_ms"],
+    }
     assert read_hours(tmp_path / "none.jsonl") == []
 
 

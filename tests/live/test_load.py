@@ -40,7 +40,7 @@ def test_each_request_becomes_a_rank_body_as_of_its_own_time() -> None:
             "request_id": 7,
             "at": (SIM + timedelta(minutes=40)).isoformat(),
         },
-    )  # fmt: skip  (a repeated candidate once: the API refuses duplicates)
+    )  # a repeated candidate once: the API refuses duplicates
 
 
 def test_an_hour_is_sent_in_time_order_each_request_when_the_clock_reaches_it_plus_the_lag() -> None:
@@ -64,7 +64,7 @@ def test_an_hour_is_sent_in_time_order_each_request_when_the_clock_reaches_it_pl
         "failed": 1,
         "ranker_p50_ms": 250.0,
         "ranker_p99_ms": 250.0,
-    }  # fmt: skip  (only the answered request's round trip)
+    }  # only the answered request's round trip
 
 
 def test_an_hours_figures_are_percentiles_of_its_round_trips_and_totals_keep_only_counts() -> None:

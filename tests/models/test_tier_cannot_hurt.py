@@ -90,10 +90,17 @@ def test_an_input_that_only_misleads_is_left_alone_and_one_that_pays_is_used() -
 def _examples(rng: np.random.Generator, pair: np.ndarray, click: np.ndarray) -> VMData:
     n = len(click)
     return VMData(
-        base=_base_rows(rng, n), labels=np.stack([click, np.zeros(n, np.float32)], axis=1),
-        fm_probs=np.full((n, 2), 0.3, np.float32), position=np.zeros(n, np.int64), pair=pair, agg=pair,
-        agg_flag=np.zeros(n, np.float32), embedding_version="fm1-ae1-d4", pair_served=pair, head=0,
-    )  # fmt: skip
+        base=_base_rows(rng, n),
+        labels=np.stack([click, np.zeros(n, np.float32)], axis=1),
+        fm_probs=np.full((n, 2), 0.3, np.float32),
+        position=np.zeros(n, np.int64),
+        pair=pair,
+        agg=pair,
+        agg_flag=np.zeros(n, np.float32),
+        embedding_version="fm1-ae1-d4",
+        pair_served=pair,
+        head=0,
+    )
 
 
 def test_training_keeps_the_better_of_a_fresh_start_and_the_base_on_the_validation_hours() -> None:

@@ -53,10 +53,17 @@ def examples(
     n = len(base)
     zeros = np.zeros((n, 2), np.float32)
     return VMData(
-        base=base, labels=columns.get("labels", zeros), fm_probs=columns.get("fm_probs", zeros),
-        position=columns.get("position", np.zeros(n, np.int64)), pair=pair, agg=pair, agg_flag=agg_flag,
-        embedding_version="fm3-ae4-d2", pair_served=served, head=0,
-    )  # fmt: skip
+        base=base,
+        labels=columns.get("labels", zeros),
+        fm_probs=columns.get("fm_probs", zeros),
+        position=columns.get("position", np.zeros(n, np.int64)),
+        pair=pair,
+        agg=pair,
+        agg_flag=agg_flag,
+        embedding_version="fm3-ae4-d2",
+        pair_served=served,
+        head=0,
+    )
 
 
 def test_first_stage_examples_hold_no_neighbour_or_a2a_values() -> None:

@@ -33,12 +33,29 @@ def health_world(settings: Settings, empty_mlflow_db: Path) -> HealthWorld:
     shutil.copyfile(empty_mlflow_db, db)
     client = registry.connect(settings)
     figures = {
-        run_key(9): {"coverage_pair": 0.25, "coverage_agg": 0.5, "coverage_knn": 0.125, "coverage_a2a": 0.375, "coverage_cohort": 0.0625,
-                     "coverage_any": 0.75, "hit_rate": 0.375, "hit_rate_ttl": 0.625},
-        run_key(10): {"coverage_pair": 0.5, "coverage_agg": 0.625, "coverage_knn": 0.25, "coverage_a2a": 0.5625, "coverage_cohort": 0.125,
-                      "coverage_any": 0.875, "hit_rate": 0.5, "hit_rate_ttl": 0.75, "hit_ceiling_ttl": 0.9375,
-                      "shadow_coverage_any": 0.8125},
-    }  # fmt: skip
+        run_key(9): {
+            "coverage_pair": 0.25,
+            "coverage_agg": 0.5,
+            "coverage_knn": 0.125,
+            "coverage_a2a": 0.375,
+            "coverage_cohort": 0.0625,
+            "coverage_any": 0.75,
+            "hit_rate": 0.375,
+            "hit_rate_ttl": 0.625,
+        },
+        run_key(10): {
+            "coverage_pair": 0.5,
+            "coverage_agg": 0.625,
+            "coverage_knn": 0.25,
+            "coverage_a2a": 0.5625,
+            "coverage_cohort": 0.125,
+            "coverage_any": 0.875,
+            "hit_rate": 0.5,
+            "hit_rate_ttl": 0.75,
+            "hit_ceiling_ttl": 0.9375,
+            "shadow_coverage_any": 0.8125,
+        },
+    }
     log_figures(client, settings, run_key(10), {k: v / 2 for k, v in figures[run_key(10)].items()}, 1_000)
     for i, (key, metrics) in enumerate(figures.items()):
         log_figures(client, settings, key, metrics | {"served_pairs": 40.0}, 2_000 + i)

@@ -99,8 +99,10 @@ def _dump_dom(chromium: str, url: str, profile: Path) -> tuple[str, Rows]:
     """The page's DOM after Chromium loaded it, as text and as table rows."""
     done = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "</html>" in done.stdout, done.stderr[-3000:]
     rows = Rows()
     rows.feed(done.stdout)
@@ -133,9 +135,17 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
     assert run[:3] == ["2026-03-01 10:00", "succeeded", "1 / 1 / 7"]
     figures = health_world.figures[run_key(10)]
     shown = (
-        "hit_rate", "hit_rate_ttl", "hit_ceiling_ttl", "coverage_pair", "coverage_a2a", "coverage_agg", "coverage_knn", "coverage_cohort",
-        "coverage_any", "shadow_coverage_any",
-    )  # fmt: skip
+        "hit_rate",
+        "hit_rate_ttl",
+        "hit_ceiling_ttl",
+        "coverage_pair",
+        "coverage_a2a",
+        "coverage_agg",
+        "coverage_knn",
+        "coverage_cohort",
+        "coverage_any",
+        "shadow_coverage_any",
+    )
     assert run[4:14] == [_percent(figures[name]) for name in shown]
 
 

@@ -38,8 +38,11 @@ def test_airflow_loads_the_plugin_from_the_configured_folder(settings: Settings)
     env = os.environ | airflow_env(settings)
     done = subprocess.run(
         [sys.executable, "-m", "airflow", "plugins", "--output", "json"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
     assert done.returncode == 0, done.stderr[-3000:]
     [plugin] = [p for p in json.loads(done.stdout) if p["name"] == "solaris"]

@@ -81,10 +81,21 @@ def stack_up(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SOLARIS_", "AIRFLOW"))} | settings.as_env()
     airflow_port, mlflow_port, ranker_port = free_ports("127.0.0.1", 3)
     up = solaris(
-        env, "stack", "up", *options,
-        "--airflow-port", str(airflow_port), "--mlflow-port", str(mlflow_port), "--ranker-port", str(ranker_port),
-        "--postgres-admin-url", pg_url, "--airflow-database", airflow_database,
-    )  # fmt: skip
+        env,
+        "stack",
+        "up",
+        *options,
+        "--airflow-port",
+        str(airflow_port),
+        "--mlflow-port",
+        str(mlflow_port),
+        "--ranker-port",
+        str(ranker_port),
+        "--postgres-admin-url",
+        pg_url,
+        "--airflow-database",
+        airflow_database,
+    )
     return env, up, StackState.load(state_path(settings))
 
 
@@ -95,17 +106,31 @@ def trigger_and_wait(
     run id and its final state. Triggered while paused, with run_after at the logical date: the run that
     unpausing schedules for the wall-clock hour queues behind it (max_active_runs=1 starts the earliest
     run_after first), and the DAG is paused again once this run ended."""
-    poll(f"{dag} parsed", lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
-         lambda dags: dag in {d["dag_id"] for d in dags}, 120)  # fmt: skip
+    poll(
+        f"{dag} parsed",
+        lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
+        lambda dags: dag in {d["dag_id"] for d in dags},
+        120,
+    )
     run_id = f"stack_test_{uuid.uuid4().hex[:8]}"
-    api("POST", f"/api/v2/dags/{dag}/dagRuns", {
-        "dag_run_id": run_id, "logical_date": logical.isoformat(), "run_after": logical.isoformat(), "conf": conf,
-    })  # fmt: skip
+    api(
+        "POST",
+        f"/api/v2/dags/{dag}/dagRuns",
+        {
+            "dag_run_id": run_id,
+            "logical_date": logical.isoformat(),
+            "run_after": logical.isoformat(),
+            "conf": conf,
+        },
+    )
     assert api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})["is_paused"] is False
     final = poll(
-        f"dag run {run_id}", lambda: api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}")["state"],
-        lambda s: s in ("success", "failed"), timeout_s, lambda: task_log_tails(settings, dag, run_id),
-    )  # fmt: skip
+        f"dag run {run_id}",
+        lambda: api("GET", f"/api/v2/dags/{dag}/dagRuns/{run_id}")["state"],
+        lambda s: s in ("success", "failed"),
+        timeout_s,
+        lambda: task_log_tails(settings, dag, run_id),
+    )
     api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": True})
     return run_id, final
 

@@ -26,7 +26,7 @@ from stack_session import (  # noqa: F401 (airflow_database: a fixture)
     stack_up,
     task_log_tails,
     trigger_and_wait,
-)  # fmt: skip
+)
 from store_state import store_checksum
 
 from solaris.config import Settings
@@ -108,7 +108,9 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
             started += procs.members(state.procs)
         down = solaris(env, "stack", "down")
     marks.append(time.monotonic())
-    print("seconds: up, trigger to success, reference run, rest and down:",
-          [round(b - a) for a, b in zip(marks, marks[1:])])  # fmt: skip
+    print(
+        "seconds: up, trigger to success, reference run, rest and down:",
+        [round(b - a) for a, b in zip(marks, marks[1:])],
+    )
     assert down.returncode == 0, down.stderr
     assert not (left := left_behind(state, started)), f"still running after stack down: {left}"

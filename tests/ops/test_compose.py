@@ -163,8 +163,11 @@ print(json.dumps(bad))
     env |= {"AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor"}
     done = subprocess.run(
         [sys.executable, "-c", script, json.dumps([airflow_argvs, celery_apps])],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [], "commands or modules Airflow does not know"
 

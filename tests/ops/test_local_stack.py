@@ -25,7 +25,7 @@ from stack_session import (  # noqa: F401 (airflow_database: a fixture)
     stack_up,
     task_log_tails,
     trigger_and_wait,
-)  # fmt: skip
+)
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
@@ -63,8 +63,13 @@ def test_stack_runs_precompute_through_airflow_and_stops_clean(
         assert state is not None and f"/{airflow_database}" in state.metadata_url
         started = procs.members(state.procs)
         assert {p.name for p in state.procs} == {
-            "mlflow", "airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer", "ranker"
-        }  # fmt: skip
+            "mlflow",
+            "airflow-api-server",
+            "airflow-scheduler",
+            "airflow-dag-processor",
+            "airflow-triggerer",
+            "ranker",
+        }
         assert solaris(env, "stack", "status").returncode == 0
 
         api = Api(state.urls["airflow"], "admin", airflow_password(state))

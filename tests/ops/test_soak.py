@@ -29,7 +29,7 @@ from stack_session import (  # noqa: F401 (airflow_database: a fixture)
     solaris,
     stack_up,
     task_log_tails,
-)  # fmt: skip
+)
 
 from mlflow import MlflowClient
 from solaris.config import Settings
@@ -63,8 +63,10 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
 ) -> None:
     settings = Settings.from_env({"SOLARIS_HOME": str(tmp_path), "SOLARIS_WORLD": "tiny", "SOLARIS_DEVICE": "cpu"})
     env = {"PATH": "/usr/bin:/bin"} | settings.as_env()
-    for command in (["data", "generate", "--preset", "tiny", "--hours", str(WRITTEN_HOURS)],
-                    ["train", "all", "--epochs", "1", "--threads", "1", "--no-progress"]):  # fmt: skip
+    for command in (
+        ["data", "generate", "--preset", "tiny", "--hours", str(WRITTEN_HOURS)],
+        ["train", "all", "--epochs", "1", "--threads", "1", "--no-progress"],
+    ):
         done = solaris(env, *command)
         assert done.returncode == 0, done.stderr[-3000:]
 
@@ -74,16 +76,29 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
         assert up.returncode == 0 and state is not None, f"stack up failed:\n{up.stdout}\n{up.stderr}"
         api = Api(state.urls["airflow"], "admin", airflow_password(state))
         for dag in (PRECOMPUTE, TRAIN):
-            poll(f"{dag} parsed", lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
-                 lambda dags, dag=dag: dag in {d["dag_id"] for d in dags}, 120)  # fmt: skip
+            poll(
+                f"{dag} parsed",
+                lambda: api("GET", "/api/v2/dags?dag_id_pattern=solaris")["dags"],
+                lambda dags, dag=dag: dag in {d["dag_id"] for d in dags},
+                120,
+            )
             assert api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})["is_paused"] is False
         soak_started, at_start = time.monotonic(), memory_by_service(state)
         finished = lambda n: lambda runs: sum(r["state"] in ("success", "failed") for r in runs) >= n  # noqa: E731
-        poll(f"{WARM_RUNS} precompute runs", lambda: dag_runs(api, PRECOMPUTE), finished(WARM_RUNS),
-             (WARM_RUNS + 6) * HOUR_SECONDS + 120)  # fmt: skip
+        poll(
+            f"{WARM_RUNS} precompute runs",
+            lambda: dag_runs(api, PRECOMPUTE),
+            finished(WARM_RUNS),
+            (WARM_RUNS + 6) * HOUR_SECONDS + 120,
+        )
         warm = memory_by_service(state)
-        poll(f"{SOAK_HOURS} precompute runs", lambda: dag_runs(api, PRECOMPUTE), finished(SOAK_HOURS),
-             (SOAK_HOURS + 6) * HOUR_SECONDS + 120, lambda: task_log_tails(settings, PRECOMPUTE, "-"))  # fmt: skip
+        poll(
+            f"{SOAK_HOURS} precompute runs",
+            lambda: dag_runs(api, PRECOMPUTE),
+            finished(SOAK_HOURS),
+            (SOAK_HOURS + 6) * HOUR_SECONDS + 120,
+            lambda: task_log_tails(settings, PRECOMPUTE, "-"),
+        )
         end = memory_by_service(state)
         soak_s = time.monotonic() - soak_started
         for dag in (PRECOMPUTE, TRAIN):
@@ -94,7 +109,7 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
                 lambda dag=dag: dag_runs(api, dag),
                 lambda runs: all(r["state"] in ("success", "failed") for r in runs),
                 600,
-            )  # fmt: skip
+            )
             for dag in (PRECOMPUTE, TRAIN)
         }
         page = api_json(state.urls["airflow"] + "/solaris/api/health?hours=48")
@@ -245,10 +260,13 @@ def check_no_row_served_past_its_ttl(settings: Settings, served: pd.DataFrame) -
         written = code_log_of(settings, version, parse_embedding_version(version).dim).read(
             rows["ts"].min() - ttl, rows["ts"].max() + HOUR
         )
-        writes = pd.DataFrame({
-            "user_id": written.user_ids, "item_id": written.item_ids,
-            "written_at": pd.to_datetime(written.created_at, utc=True),
-        }).sort_values("written_at")  # fmt: skip
+        writes = pd.DataFrame(
+            {
+                "user_id": written.user_ids,
+                "item_id": written.item_ids,
+                "written_at": pd.to_datetime(written.created_at, utc=True),
+            }
+        ).sort_values("written_at")
         found = pd.merge_asof(
             rows.sort_values("ts"), writes, left_on="ts", right_on="written_at", by=["user_id", "item_id"]
         )

@@ -31,10 +31,23 @@ def test_up_refuses_a_taken_port_and_starts_nothing(settings: Settings) -> None:
         taken = held.getsockname()[1]
         free = free_ports("127.0.0.1", 2)
         done = subprocess.run(
-            [str(SOLARIS), "stack", "up", "--sqlite", "--airflow-port", str(free[0]), "--mlflow-port", str(taken),
-             "--ranker-port", str(free[1])],
-            env=_clean_env() | settings.as_env(), capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                str(SOLARIS),
+                "stack",
+                "up",
+                "--sqlite",
+                "--airflow-port",
+                str(free[0]),
+                "--mlflow-port",
+                str(taken),
+                "--ranker-port",
+                str(free[1]),
+            ],
+            env=_clean_env() | settings.as_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1
     assert f"mlflow port {taken}" in done.stderr and "airflow port" not in done.stderr
     assert not state_path(settings).exists()
@@ -97,9 +110,10 @@ def test_celery_stack_refuses_sqlite_metadata_and_starts_nothing(settings: Setti
 def test_celery_stack_refuses_a_broker_that_does_not_answer(settings: Settings) -> None:
     (closed,) = free_ports("127.0.0.1", 1)
     config = _free_port_config(
-        executor="celery", metadata_url="postgresql+psycopg://postgres@127.0.0.1:5432/unused",
+        executor="celery",
+        metadata_url="postgresql+psycopg://postgres@127.0.0.1:5432/unused",
         broker_url=f"redis://127.0.0.1:{closed}/0",
-    )  # fmt: skip
+    )
     with pytest.raises(StackError, match=f"broker at redis://127.0.0.1:{closed}/0 does not answer"):
         up(settings, config, say=lambda _: None)
     assert not state_path(settings).exists()

@@ -47,10 +47,13 @@ def test_a_user_whose_windows_emptied_gets_a_row_of_zeros() -> None:
     rows = [(u, at - timedelta(hours=h), 7) for u, hours in hours_before.items() for h in hours]
     table = pa.table(
         {
-            "user_id": [r[0] for r in rows], "ts": pa.array([r[1] for r in rows], pa.timestamp("us", "UTC")),
-            "item_id": [r[2] for r in rows], "click": [0] * len(rows), "conversion": [0] * len(rows),
+            "user_id": [r[0] for r in rows],
+            "ts": pa.array([r[1] for r in rows], pa.timestamp("us", "UTC")),
+            "item_id": [r[2] for r in rows],
+            "click": [0] * len(rows),
+            "conversion": [0] * len(rows),
         }
-    )  # fmt: skip
+    )
     counts = counts_as_of(HistoryIndex.from_table(table), at)
     assert counts.user_ids.tolist() == [1, 2]
     assert counts.user_counts.tolist() == [[0, 0, 0], [1, 1, 2]]  # 6, 24, 72 h before ``at``

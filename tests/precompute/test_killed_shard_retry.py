@@ -118,8 +118,12 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
 
     child = subprocess.run(
         [sys.executable, "-c", CHILD, hour.isoformat()],
-        cwd=REPO, env=_child_env(chaos), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=REPO,
+        env=_child_env(chaos),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
     assert child.returncode == -signal.SIGKILL, (child.returncode, child.stdout, child.stderr[-4000:])
     assert "shard 1: SIGKILL" in child.stdout

@@ -21,7 +21,7 @@ from solaris.precompute.pipeline import (
     USER_VECTORS,
     Pipeline,
     Step,
-)  # fmt: skip
+)
 from solaris.precompute.staging import Staging, StepStaging
 
 
@@ -30,9 +30,14 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
     assert writers == {
-        POOL: "candidates", SELECTED: "select", HISTORY: "select", CODES: "embed_shard", USER_VECTORS: "user_vectors",
-        SHADOW_CODES: "shadow_embed_shard", SHADOW_USER_VECTORS: "shadow_user_vectors",
-    }  # fmt: skip
+        POOL: "candidates",
+        SELECTED: "select",
+        HISTORY: "select",
+        CODES: "embed_shard",
+        USER_VECTORS: "user_vectors",
+        SHADOW_CODES: "shadow_embed_shard",
+        SHADOW_USER_VECTORS: "shadow_user_vectors",
+    }
 
 
 def test_every_shadow_step_mirrors_a_champion_step_and_writes_after_it() -> None:

@@ -143,8 +143,10 @@ def test_the_hit_ceiling_is_the_pools_requested_pairs_per_pair_written_at_most_o
 
 def test_fm_calls_per_covered_candidate_and_its_inverse() -> None:
     assert quality.calls_per_covered_candidate(40, 10) == {
-        "covered_pair_candidates": 40, "fm_calls_per_covered_candidate": 0.25, "covered_candidates_per_fm_call": 4.0
-    }  # fmt: skip
+        "covered_pair_candidates": 40,
+        "fm_calls_per_covered_candidate": 0.25,
+        "covered_candidates_per_fm_call": 4.0,
+    }
     assert quality.calls_per_covered_candidate(0, 10) == {
         "covered_pair_candidates": 0,
         "covered_candidates_per_fm_call": 0.0,

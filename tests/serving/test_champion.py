@@ -116,9 +116,12 @@ def refresh_failures(metrics: str, stage: str) -> float:
 
 
 def test_mlflow_unreachable_keeps_the_vm_serving_counts_the_failure_and_recovers(
-    trained: Trained, restore_champion: MlflowClient, champion: ServingModel, tmp_path: Path,
+    trained: Trained,
+    restore_champion: MlflowClient,
+    champion: ServingModel,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """MLflow as a server reached through a proxy the test cuts: a refresh while it is away fails, is logged
     and counted in /metrics, and the service keeps answering with the VM it has; once MLflow answers again the
     next refresh loads the champion that moved meanwhile. (An unreachable MLflow used to be taken for "no

@@ -183,10 +183,19 @@ def test_a_body_at_the_limit_is_parsed(ranker: Ranker) -> None:
 def test_a_declared_length_over_the_limit_is_refused_without_reading_the_body(ranker: Ranker) -> None:
     app = create_app(one_vm(ranker, CONFIG.poll_seconds), CONFIG)
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-        "path": "/rank", "raw_path": b"/rank", "query_string": b"", "root_path": "", "client": ("t", 1), "server": ("t", 80),
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/rank",
+        "raw_path": b"/rank",
+        "query_string": b"",
+        "root_path": "",
+        "client": ("t", 1),
+        "server": ("t", 80),
         "headers": [(b"content-type", b"application/json"), (b"content-length", str(10 * MIB).encode())],
-    }  # fmt: skip
+    }
     sent: list[dict] = []
 
     async def receive() -> dict:

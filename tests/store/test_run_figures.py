@@ -55,8 +55,10 @@ def test_a_sqlite_store_made_before_figures_gains_the_column(tmp_path: Path) -> 
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:
         conn.execute(OLD_RUNS)
-        conn.execute("INSERT INTO precompute_runs VALUES ('old', 0, 3600000000, '3', '2', '5', 'v', 'succeeded', "
-                     "'{\"pairs\": 1}', '{}', 0, 1)")  # fmt: skip
+        conn.execute(
+            "INSERT INTO precompute_runs VALUES ('old', 0, 3600000000, '3', '2', '5', 'v', 'succeeded', "
+            "'{\"pairs\": 1}', '{}', 0, 1)"
+        )
     for _ in range(2):  # opening it again finds the column there
         with open_store(SqliteStoreConfig(path), init=True) as store:
             old = store.get_run("old")
@@ -77,8 +79,10 @@ def test_a_postgresql_store_made_before_figures_gains_the_column(pg_url: str) ->
         with engine.begin() as conn:
             conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
             conn.exec_driver_sql(OLD_RUNS.replace("precompute_runs", f'"{schema}".precompute_runs'))
-            conn.exec_driver_sql(f"INSERT INTO \"{schema}\".precompute_runs VALUES ('old', 0, 3600000000, '3', '2', "
-                                 "'5', 'v', 'succeeded', '{}', '{}', 0, 1)")  # fmt: skip
+            conn.exec_driver_sql(
+                f"INSERT INTO \"{schema}\".precompute_runs VALUES ('old', 0, 3600000000, '3', '2', "
+                "'5', 'v', 'succeeded', '{}', '{}', 0, 1)"
+            )
         for _ in range(2):
             with open_store(PostgresStoreConfig(pg_url, schema=schema), init=True) as store:
                 old = store.get_run("old")

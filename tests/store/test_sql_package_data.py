@@ -44,10 +44,24 @@ def _build_wheel(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "solaris", src / "solaris", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     out = tmp_path / "wheels"
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir", "-q",
-         "-w", str(out), str(src)],
-        capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "-q",
+            "-w",
+            str(out),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     [wheel] = out.glob("solaris-*.whl")
     return wheel
@@ -77,9 +91,13 @@ def test_the_wheel_ships_every_sql_file_and_loads_it_without_the_checkout(tmp_pa
     # Import solaris from the unpacked wheel: PYTHONPATH comes before the editable install's finder.
     installed = tmp_path / "installed"
     done = subprocess.run(
-        [sys.executable, "-c", LOAD_ALL], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [sys.executable, "-c", LOAD_ALL],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
         env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout)
     assert Path(found["module"]).is_relative_to(installed), found["module"]

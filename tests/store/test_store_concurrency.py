@@ -124,9 +124,15 @@ def test_two_writers_of_the_same_keys_at_once(store: FeatureStore, version: str)
                     run = f"w{w}-{k}"
                     step.wait()
                     store.write_pair_embeddings(
-                        run, version, users, items, np.full((len(users), DIM), w, np.float32),
-                        np.full(len(users), w, np.float32), T0, T0 + (1 + w) * HOUR,
-                    )  # fmt: skip
+                        run,
+                        version,
+                        users,
+                        items,
+                        np.full((len(users), DIM), w, np.float32),
+                        np.full(len(users), w, np.float32),
+                        T0,
+                        T0 + (1 + w) * HOUR,
+                    )
                     step.wait()
                     store.write_user_aggregates(
                         run, version, order, np.full((n, DIM), w), np.ones(n, int), 24, T0, T0 + 9 * HOUR

@@ -132,8 +132,9 @@ def test_the_largest_ids_and_counts_that_fit_round_trip(store: FeatureStore, ver
 
 def widths(user_width: int, pair_width: int) -> ExposureCounts:
     """User 1 and its pair (1, 10) with counts of these widths."""
-    return ExposureCounts(np.array([1]), np.ones((1, user_width), int), np.array([1]), np.array([10]),
-                          np.ones((1, pair_width), int))  # fmt: skip
+    return ExposureCounts(
+        np.array([1]), np.ones((1, user_width), int), np.array([1]), np.array([10]), np.ones((1, pair_width), int)
+    )
 
 
 @pytest.mark.parametrize(

@@ -87,9 +87,13 @@ def test_a_model_loads_from_a_fresh_directory_with_only_the_tracking_url(
     env["SOLARIS_MLFLOW_TRACKING_URI"] = tracking_server
     x = sample[:4].tolist()
     loaded = subprocess.run(
-        [sys.executable, "-c", OTHER_HOST, version, json.dumps(x)], env=env, cwd=fresh, capture_output=True,
-        text=True, timeout=300,
-    )  # fmt: skip
+        [sys.executable, "-c", OTHER_HOST, version, json.dumps(x)],
+        env=env,
+        cwd=fresh,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     with torch.inference_mode():
         expected = ae(torch.tensor(x)).numpy()

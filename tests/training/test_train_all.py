@@ -34,7 +34,7 @@ from solaris.training.jobs import (
     champion_ne,
     register_vm,
     vm_eval,
-)  # fmt: skip
+)
 from solaris.vms import DEFAULT_VMS
 
 CTR, CVR = DEFAULT_VMS  # the session's training trained both; ctr leads

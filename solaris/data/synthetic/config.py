@@ -95,10 +95,14 @@ class WorldConfig:
         try:
             truth = GroundTruth(**values["truth"])
             life = values.get("item_life_days")
-            return cls(**{
-                **values, "start": datetime.fromisoformat(values["start"]), "truth": truth,
-                "item_life_days": None if life is None else tuple(life),
-            })  # fmt: skip
+            return cls(
+                **{
+                    **values,
+                    "start": datetime.fromisoformat(values["start"]),
+                    "truth": truth,
+                    "item_life_days": None if life is None else tuple(life),
+                }
+            )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a world config: {exc}") from None
 
@@ -198,7 +202,7 @@ PRESETS: dict[str, WorldConfig] = {
         requests_per_user_day=2.5,
         n_advertisers=120,
         item_life_days=(2, 8),
-    ),  # fmt: skip
+    ),
     # the default world's traffic as a team's first log: user, item, timestamp and label, ids as text
     "plain": replace(_DEFAULT, name="plain", plain=True),
     # scale: >= 10M impressions

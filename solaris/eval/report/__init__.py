@@ -9,5 +9,12 @@ from solaris.eval.report.seeds import seed_spreads, seeds_table
 from solaris.eval.report.tables import table
 
 __all__ = [
-    "INVARIANTS", "PLOTS", "check_invariants", "seed_spreads", "seeds_table", "span_means", "table", "write_html",
-]  # fmt: skip
+    "INVARIANTS",
+    "PLOTS",
+    "check_invariants",
+    "seed_spreads",
+    "seeds_table",
+    "span_means",
+    "table",
+    "write_html",
+]

@@ -41,9 +41,17 @@ class Section:
 
 def sections(report: ReplayReport) -> list[Section]:
     return [
-        _models(report), _per_vm(report), _cohorts(report), _tiers(report), _per_hour(report), _efficiency(report), _embeddings(report),
-        _sweep(report), _speculation(report), _seconds(report),
-    ]  # fmt: skip
+        _models(report),
+        _per_vm(report),
+        _cohorts(report),
+        _tiers(report),
+        _per_hour(report),
+        _efficiency(report),
+        _embeddings(report),
+        _sweep(report),
+        _speculation(report),
+        _seconds(report),
+    ]
 
 
 # Every interval is a paired bootstrap over requests (eval.bootstrap): 95%, 1,000 resamples. "sd runs" is the
@@ -55,10 +63,15 @@ def score_cells(s: ModelScore | SweepPoint) -> tuple[str, ...]:
     """NE, the NE gain over the base VM and the transfer ratio, each with its interval and its spread over
     training runs (a sweep point has one run)."""
     return (
-        num(s.ne), interval(s.ne_ci95, num), num(s.ne_gain, "+.4f"), gain_interval(s.ne_gain_ci95),
-        num(getattr(s, "ne_gain_runs_sd", None)), pct(s.transfer_ratio), interval(s.transfer_ratio_ci95, pct),
+        num(s.ne),
+        interval(s.ne_ci95, num),
+        num(s.ne_gain, "+.4f"),
+        gain_interval(s.ne_gain_ci95),
+        num(getattr(s, "ne_gain_runs_sd", None)),
+        pct(s.transfer_ratio),
+        interval(s.transfer_ratio_ci95, pct),
         pct(getattr(s, "transfer_ratio_runs_sd", None)),
-    )  # fmt: skip
+    )
 
 
 def interval(ci: list[float] | None, cell: Callable[[float], str]) -> str:
@@ -121,12 +134,16 @@ def _tiers(report: ReplayReport) -> Section:
     """Each tier in the feeding order: the served pairs it fed first, and what it adds to the VM's NE."""
     rows = [
         (
-            TIER_LABELS[c.tier], pct(c.coverage_marginal), num(c.ne_gain, "+.4f"),
-            gain_interval(c.ne_gain_ci95), num(c.ne_gain_runs_sd), _adds(c),
+            TIER_LABELS[c.tier],
+            pct(c.coverage_marginal),
+            num(c.ne_gain, "+.4f"),
+            gain_interval(c.ne_gain_ci95),
+            num(c.ne_gain_runs_sd),
+            _adds(c),
             f"{c.with_tier} vs {c.without}",
         )
         for c in report.tier_contributions
-    ]  # fmt: skip
+    ]
     if rows and report.users_known is not None:
         rows.append(
             (
@@ -202,13 +219,38 @@ def _sweep(report: ReplayReport) -> Section:
 
 def _speculation(report: ReplayReport) -> Section:
     rows = [
-        (p.selector, num(p.fm_budget, ".0f"), num(p.top_fraction, "g"), num(p.fm_calls, ".0f"), pct(p.coverage_pair),
-         pct(p.hit_rate_ttl), pct(p.hit_ceiling_ttl), num(p.requested_auc, ".3f"), num(p.fm_calls_per_covered_candidate, ".3f"), num(p.ne),
-         interval(p.ne_ci95, num), num(p.ne_gain_vs_verifier, "+.4f"), gain_interval(p.ne_gain_vs_verifier_ci95))
+        (
+            p.selector,
+            num(p.fm_budget, ".0f"),
+            num(p.top_fraction, "g"),
+            num(p.fm_calls, ".0f"),
+            pct(p.coverage_pair),
+            pct(p.hit_rate_ttl),
+            pct(p.hit_ceiling_ttl),
+            num(p.requested_auc, ".3f"),
+            num(p.fm_calls_per_covered_candidate, ".3f"),
+            num(p.ne),
+            interval(p.ne_ci95, num),
+            num(p.ne_gain_vs_verifier, "+.4f"),
+            gain_interval(p.ne_gain_vs_verifier_ci95),
+        )
         for p in report.speculation
-    ]  # fmt: skip
-    header = ("selector", "FM budget/h", "top_fraction", "FM calls", "cov pair", "hit while fresh", "hit ceiling", "requested AUC",
-              "FM calls/covered cand.", "NE", "95% CI", "NE gain vs verifier", "95% CI")  # fmt: skip
+    ]
+    header = (
+        "selector",
+        "FM budget/h",
+        "top_fraction",
+        "FM calls",
+        "cov pair",
+        "hit while fresh",
+        "hit ceiling",
+        "requested AUC",
+        "FM calls/covered cand.",
+        "NE",
+        "95% CI",
+        "NE gain vs verifier",
+        "95% CI",
+    )
     return Section("Selectors at equal FM budgets (SOLARIS, all tiers)", header, rows)
 
 
