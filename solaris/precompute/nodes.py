@@ -26,11 +26,11 @@ from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
+from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
-from solaris.precompute.selection import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.staging import expire_failed_staging

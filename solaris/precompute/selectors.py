@@ -1,7 +1,7 @@
 """The two ways a run chooses the pairs the FM embeds, by the ``selector`` parameter.
 
 - ``verifier``: the paper's. The pinned VM scores each candidate (position 0, every tier absent), the best
-  ``top_fraction`` go to the FM, re-queued misses are forced on top (:mod:`.selection`).
+  ``top_fraction`` go to the FM, re-queued misses are forced on top (:mod:`.verifier`, the pool from :mod:`.fm_pool`).
 - ``budget``: the pinned demand model predicts which pairs will be requested while fresh, weighted by what a
   pair code adds over the user's lower tiers, and the best ``fm_budget`` pairs go, re-queue included, none
   less likely to be requested than ``min_demand`` (:mod:`solaris.precompute.budget`).
@@ -24,8 +24,8 @@ import pandas as pd
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.selection import select_top_fraction
 from solaris.precompute.spec import HourRun
+from solaris.precompute.verifier import select_top_fraction
 from solaris.vms import registered_name
 
 Choice = tuple[pd.DataFrame, pd.DataFrame]

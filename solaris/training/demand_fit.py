@@ -24,8 +24,8 @@ from solaris.models.features import pair_key
 from solaris.models.training import Batch, EpochHook, FitConfig, FitResult, fit, seed_everything
 from solaris.precompute.candidates import generate_candidates
 from solaris.precompute.demand_features import NAMES, columns, demand_features
+from solaris.precompute.fm_pool import add_requeued
 from solaris.precompute.quality import requested_pairs
-from solaris.precompute.selection import add_requeued
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
     from solaris.models.vm import score
     from solaris.precompute.embedding import HISTORY_COLUMNS
     from solaris.precompute.pipeline import POOL, SELECTED
-    from solaris.precompute.selection import select_top_fraction
+    from solaris.precompute.verifier import select_top_fraction
 
     start = EventLog(settings.world_dir()).start + timedelta(hours=30)
     params = PARAMS | {"selector": "verifier", "top_fraction": 0.3}

@@ -8,8 +8,8 @@ import pytest
 
 from solaris.models.demand import DemandConfig
 from solaris.precompute.budget import select_within_budget
+from solaris.precompute.fm_pool import REQUEUE
 from solaris.precompute.params import SELECTORS, PrecomputeParams
-from solaris.precompute.selection import REQUEUE
 from solaris.precompute.selectors import SELECTORS as IMPLEMENTED
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from precompute_logs import T0, LogFactory
 
-from solaris.precompute.selection import drop_still_fresh, requeue_misses
+from solaris.precompute.fm_pool import drop_still_fresh, requeue_misses
 from solaris.store import FeatureStore, open_store
 
 START = T0 + timedelta(hours=24)

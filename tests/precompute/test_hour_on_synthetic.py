@@ -10,14 +10,9 @@ import pandas as pd
 
 from solaris.data.synthetic import PRESETS, generate_world
 from solaris.precompute.candidates import generate_candidates
-from solaris.precompute.selection import (
-    REQUEUE,
-    add_requeued,
-    drop_still_fresh,
-    requeue_misses,
-    select_top_fraction,
-)
+from solaris.precompute.fm_pool import REQUEUE, add_requeued, drop_still_fresh, requeue_misses
 from solaris.precompute.staging import Staging
+from solaris.precompute.verifier import select_top_fraction
 
 
 def every_third_pair_fresh(users: np.ndarray, items: np.ndarray, t: datetime) -> np.ndarray:

@@ -8,14 +8,8 @@ import pandas as pd
 import pytest
 from precompute_logs import T0, LogFactory
 
-from solaris.precompute.selection import (
-    REQUEUE,
-    add_requeued,
-    drop_still_fresh,
-    requeue_misses,
-    select_top_fraction,
-    selection_budget,
-)
+from solaris.precompute.fm_pool import REQUEUE, add_requeued, drop_still_fresh, requeue_misses
+from solaris.precompute.verifier import select_top_fraction, selection_budget
 
 START = T0 + timedelta(hours=24)
 

@@ -1,19 +1,18 @@
-"""From scored candidates to the pairs the FM embeds this run: verifier selection, re-queue, freshness.
+"""The pool of pairs that may go to the FM this run: speculative candidates, plus re-queued misses, minus the
+still fresh.
 
-The FM is the expensive step, so it only sees pairs that need it: the verifier's best fraction of the
-speculative candidates, plus the pairs that were requested in the last hour and found no fresh embedding
-(the paper's re-queue), minus pairs whose stored embedding will still be fresh when the coming interval ends.
+The FM is the expensive step, so it only sees pairs that need it: the speculative candidates, plus the
+pairs that were requested in the last hour and found no fresh embedding (the paper's re-queue), minus pairs
+whose stored embedding will still be fresh when the coming interval ends. A selector
+(:mod:`solaris.precompute.selectors`) then chooses from this pool.
 
-Re-queued pairs are forced: they are observed demand, not speculation, so the verifier cannot reject them,
-they do not count against ``top_fraction`` and are not limited by ``per_user_cap``; the budget and the cap
-apply to the speculative pairs only. They are still scored, because the store keeps every pair's verifier
-score. The intended order: ``add_requeued`` -> ``drop_still_fresh`` -> verifier scores ->
-``select_top_fraction`` (dropping fresh pairs first spends the budget only on pairs that need the FM).
+Re-queued pairs are forced: they are observed demand, not speculation, so no selector can reject them and
+no budget or cap counts them. The intended order: ``add_requeued`` -> ``drop_still_fresh`` -> a selector
+(dropping fresh pairs first spends the budget only on pairs that need the FM).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -24,7 +23,7 @@ import pyarrow.compute as pc
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.precompute.candidates import SOURCES
-from solaris.precompute.ranking import group_rank, order_by, pair_keys
+from solaris.precompute.ranking import pair_keys
 from solaris.store import FeatureStore
 
 # The store's ``fresh_pairs`` with the embedding version bound: (user_ids, item_ids, t) -> bool mask of the
@@ -35,7 +34,7 @@ REQUEUE = "requeue"
 POOL_SOURCES = (*SOURCES, REQUEUE)
 
 
-def _pair_arrays(pairs: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray]:
+def pair_arrays(pairs: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray]:
     missing = [c for c in ("user_id", "item_id") if c not in pairs.columns]
     if missing:
         raise ValueError(f"{what}: missing column(s) {', '.join(missing)}")
@@ -49,17 +48,6 @@ def _checked_mask(mask: np.ndarray, n: int) -> np.ndarray:
     return mask
 
 
-def selection_budget(n_pairs: int, top_fraction: float) -> int:
-    """``ceil(top_fraction * n_pairs)``: any candidate with a positive fraction sends at least one pair.
-
-    The product is rounded to 9 decimals first so that float noise (0.7 * 10 = 7.000000000000001) cannot
-    add a pair.
-    """
-    if not 0 < top_fraction <= 1:
-        raise ValueError(f"top_fraction must be in (0, 1], got {top_fraction}")
-    return math.ceil(round(top_fraction * n_pairs, 9))
-
-
 def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFrame:
     """The run's pool ``[user_id, item_id, source, covisit_strength]``: candidates plus re-queued pairs, each
     pair once.
@@ -68,8 +56,8 @@ def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFra
     the candidate's co-visit strength; one the generator did not keep has none (0), like any pair it would
     not propose.
     """
-    req_users, req_items = _pair_arrays(requeued, "re-queued pairs")
-    cand_users, cand_items = _pair_arrays(candidates, "candidates")
+    req_users, req_items = pair_arrays(requeued, "re-queued pairs")
+    cand_users, cand_items = pair_arrays(candidates, "candidates")
     users, items = np.r_[req_users, cand_users], np.r_[req_items, cand_items]
     sources = pd.Categorical(candidates["source"], categories=POOL_SOURCES).codes
     codes = np.r_[np.full(len(req_users), POOL_SOURCES.index(REQUEUE), np.int8), sources]
@@ -90,52 +78,6 @@ def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFra
             "covisit_strength": per_pair[in_order],
         }
     )
-
-
-def _checked_scores(scored: pd.DataFrame, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-    if "score" not in scored.columns:
-        raise ValueError("scored pairs: missing column score (the verifier's output)")
-    scores = scored["score"].to_numpy(np.float64)
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if len(bad):
-        i = bad[0]
-        raise ValueError(f"scored pairs: row {i} (user {users[i]}, item {items[i]}) has score {scores[i]}")
-    return scores
-
-
-def select_top_fraction(scored: pd.DataFrame, top_fraction: float, per_user_cap: int | None) -> pd.DataFrame:
-    """The pairs to embed: every forced pair, then the best speculative pairs by verifier ``score``.
-
-    Forced pairs are the rows whose ``source`` is ``requeue`` (none without a source column). Of the
-    ``n`` speculative rows, exactly ``selection_budget(n, top_fraction)`` are taken (fewer only when the
-    cap leaves fewer eligible), best score first, skipping any pair that would give its user more than
-    ``per_user_cap`` speculative pairs. Ties go to the lower user id, then the lower item id, so a rerun
-    selects the same pairs. Returns the chosen rows, forced first, with a bool ``forced`` column added.
-    """
-    if per_user_cap is not None and per_user_cap < 1:
-        raise ValueError(f"per_user_cap must be at least 1 or None, got {per_user_cap}")
-    users, items = _pair_arrays(scored, "scored pairs")
-    scores = _checked_scores(scored, users, items)
-    forced = np.zeros(len(users), bool)
-    if "source" in scored.columns:
-        forced = (scored["source"] == REQUEUE).to_numpy()
-    budget = selection_budget(int((~forced).sum()), top_fraction)
-    keys, user_codes = pair_keys(users, items)
-    by_pair = np.argsort(keys, kind="stable")
-    repeats = np.flatnonzero(np.diff(keys[by_pair]) == 0)
-    if len(repeats):
-        i = by_pair[repeats[0] + 1]
-        raise ValueError(f"scored pairs: row {i} repeats pair (user {users[i]}, item {items[i]})")
-    # A stable sort by score on top of (user, item) order breaks score ties by user, then item.
-    ranked = by_pair[~forced[by_pair]]
-    ranked = ranked[np.argsort(-scores[ranked], kind="stable")]
-    if per_user_cap is not None:
-        per_user = order_by(user_codes[ranked], np.arange(len(ranked)))  # each user's pairs, best first
-        rank_in_user = np.empty(len(ranked), np.int64)
-        rank_in_user[per_user] = group_rank(user_codes[ranked][per_user])
-        ranked = ranked[rank_in_user < per_user_cap]
-    rows = np.r_[np.flatnonzero(forced), ranked[:budget]]
-    return scored.iloc[rows].assign(forced=forced[rows]).reset_index(drop=True)
 
 
 def requeue_misses(
@@ -171,7 +113,7 @@ def drop_still_fresh(pairs: pd.DataFrame, fresh: FreshMask, until: datetime) -> 
     Pass the end of the interval the new embeddings will serve: a pair fresh until then gains nothing from
     being recomputed now, while one expiring earlier would leave a gap before the next run.
     """
-    users, items = _pair_arrays(pairs, "pairs")
+    users, items = pair_arrays(pairs, "pairs")
     if not len(users):
         return pairs.reset_index(drop=True)  # no store round trip for nothing
     still_fresh = _checked_mask(fresh(users, items, as_utc(until)), len(pairs))
