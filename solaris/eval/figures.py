@@ -141,11 +141,11 @@ class TierContribution:
 
 
 @dataclass(frozen=True)
-class Cohort:
+class Slice:
     """The evaluation span's impressions of ids no training step of the serving FM looked up (``new items``,
     ``new users``: launched or signed up since it last trained), every model scored on them alone, as in the main table:
     whether what a model knows of a new id carries over (side features, counters, history) or lived only in id
-    rows. ``models`` is empty where the cohort is too small to score."""
+    rows. ``models`` is empty where the slice is too small to score."""
 
     name: str
     share: float  # of the evaluation span's impressions
@@ -178,7 +178,7 @@ class ReplayReport:
     # contribution (empty in a report written before them).
     coverage_marginal: dict[str, float] = field(default_factory=dict)
     tier_contributions: list[TierContribution] = field(default_factory=list)
-    cohorts: list[Cohort] = field(default_factory=list)  # empty in a report written before them
+    slices: list[Slice] = field(default_factory=list)  # empty in a report written before them
     # The eval span's share of impressions whose user a run before their hour could know (eval.ceiling): the
     # most any tier can cover; None in a report written before it.
     users_known: float | None = None
@@ -208,8 +208,8 @@ class ReplayReport:
                 "sweep": [SweepPoint(**s) for s in raw["sweep"]],
                 "speculation": [SpeculationPoint(**s) for s in raw.get("speculation", [])],
                 "tier_contributions": [TierContribution(**c) for c in raw.get("tier_contributions", [])],
-                "cohorts": [
-                    Cohort(**c | {"models": [ModelScore(**m) for m in c["models"]]}) for c in raw.get("cohorts", [])
+                "slices": [
+                    Slice(**c | {"models": [ModelScore(**m) for m in c["models"]]}) for c in raw.get("slices", [])
                 ],
                 "per_vm": {
                     name: VMFigures(**v | {"models": [ModelScore(**m) for m in v["models"]]})

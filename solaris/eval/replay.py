@@ -25,15 +25,15 @@ from solaris.eval.ceiling import known_user_share
 from solaris.eval.events import ServedEvents, concat, hour_index, served_events
 from solaris.eval.figures import (
     SWEEP_FRACTIONS,
-    Cohort,
     ReplayReport,
+    Slice,
     SweepPoint,
     TierContribution,
 )
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
 from solaris.eval.judging import JudgedVM, VMTraining, judge_vm
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, check_fm_refresh, protocol
-from solaris.eval.scoring import score_cohorts, tier_contributions
+from solaris.eval.scoring import score_slices, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
 from solaris.eval.variants import TIER_STEPS
@@ -186,7 +186,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         for spec in vms
     }
     lead = judged[vms[0].name]
-    contributions, cohorts = _details(lead, evaluated_marginal, serving.fm.model, config.seed)
+    contributions, slices = _details(lead, evaluated_marginal, serving.fm.model, config.seed)
     span = arm_span(spans.logging, spans.eval, config.sweep_hours, config.sweep_warmup_hours)
     main_events = lead.events.select(lead.events.hours >= hour_index(span.serve_from))
     arms = Arms(
@@ -226,7 +226,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         speculation=speculation,
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
-        cohorts=cohorts,
+        slices=slices,
         users_known=known_user_share(log, spans.eval),
         per_vm={spec.name: judged[spec.name].figures(spec) for spec in vms},
         seconds=replay.seconds,
@@ -281,14 +281,14 @@ def _replay_span(replay: Replay, ranker: Ranker, span: Span, label: str) -> loop
 
 def _details(
     judged: JudgedVM, marginal: dict[str, float], fm: FoundationModel, seed: int
-) -> tuple[list[TierContribution], list[Cohort]]:
+) -> tuple[list[TierContribution], list[Slice]]:
     """Each tier's NE contribution along the variants' tier ladder, and every model on the ids the serving FM
     never trained on."""
     e = judged.events
     contributions = tier_contributions(e.label, e.requests, judged.probs, TIER_STEPS, marginal, seed)
     users, items = e.base[:, 0], e.base[:, 1]
     new = {"new items": ~fm.item.known(items), "new users": ~fm.user.known(users)}
-    return contributions, score_cohorts(e.label, e.requests, judged.probs, new, seed)
+    return contributions, score_slices(e.label, e.requests, judged.probs, new, seed)
 
 
 def _sweep(arms: Arms, config: ReplayConfig) -> list[SweepPoint]:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from solaris.eval.bootstrap import RESAMPLES, interval, request_sums, resampled_ne, transfer_samples
-from solaris.eval.figures import Cohort, ModelScore, TierContribution
+from solaris.eval.figures import ModelScore, Slice, TierContribution
 from solaris.eval.protocol import FM, VM_BASE
 from solaris.models import metrics
 
-MIN_COHORT_EVENTS = 500  # a cohort with fewer impressions (or one class only) is reported unscored
+MIN_SLICE_EVENTS = 500  # a slice with fewer impressions (or one class only) is reported unscored
 
 # A model's probabilities: (events,) for one training run, (runs, events) for one per VM training seed.
 Probs = Mapping[str, np.ndarray]
@@ -144,18 +144,18 @@ def ne_gains(
     return [runs.gain(reference, model)[:2] for reference, model in pairs]
 
 
-def score_cohorts(
-    labels: np.ndarray, requests: np.ndarray, probs: Probs, cohorts: Mapping[str, np.ndarray], seed: int
-) -> list[Cohort]:
-    """:func:`score_models` on each cohort's rows alone (``cohorts``: name -> row mask)."""
+def score_slices(
+    labels: np.ndarray, requests: np.ndarray, probs: Probs, slices: Mapping[str, np.ndarray], seed: int
+) -> list[Slice]:
+    """:func:`score_models` on each slice's rows alone (``slices``: name -> row mask)."""
     found = []
-    for name, mask in cohorts.items():
+    for name, mask in slices.items():
         n = int(mask.sum())
-        scorable = n >= MIN_COHORT_EVENTS and 0 < labels[mask].sum() < n
+        scorable = n >= MIN_SLICE_EVENTS and 0 < labels[mask].sum() < n
         models = (
             score_models(labels[mask], requests[mask], {k: p[..., mask] for k, p in probs.items()}, seed)
             if scorable
             else []
         )
-        found.append(Cohort(name, n / max(len(labels), 1), n, models))
+        found.append(Slice(name, n / max(len(labels), 1), n, models))
     return found

@@ -1,5 +1,5 @@
 """The demand model: P(a candidate pair is requested while its embedding would be fresh), from
-:mod:`solaris.precompute.demand_features`, and what a pair code is worth per lower-tier cohort.
+:mod:`solaris.precompute.demand_features`, and what a pair code is worth per fallback (the lower tier the user has without it).
 
 A small MLP in torch rather than a gradient-boosted trees package: the features are a handful of smooth
 log-counts, where an MLP matches boosted trees' AUC (measured in the training job's log), and a torch
@@ -8,7 +8,7 @@ pyfunc wrapper in the registry, CUDA when present, one dependency fewer.
 
 Training keeps every positive and a sample of the negatives; ``logit_offset`` (log of the negatives'
 sampling rate) turns the sampled odds back into the population's, so probabilities stay comparable across
-cohorts when they are multiplied by each cohort's gain.
+fallbacks when they are multiplied by each fallback's gain.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from solaris.models.layers import mlp
 
 # The lower tiers a pair code would replace: with a user aggregate, the pair code refines it; without one,
 # the pair code is all the FM gives (the neighbours' code is the only other tier). Keys of ``gains``.
-COHORTS = ("aggregate", "no_aggregate")
+FALLBACKS = ("aggregate", "no_aggregate")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class DemandConfig:
     hidden: tuple[int, ...] = (64, 32)
     ttl_hours: int = 4  # the label's window: requested within this many hours of the run
     logit_offset: float = 0.0
-    # Expected NE gain of a pair code over the lower tiers, per cohort (see COHORTS); equal gains rank by
+    # Expected NE gain of a pair code over the lower tiers, per fallback (see FALLBACKS); equal gains rank by
     # demand alone.
     gain_aggregate: float = 1.0
     gain_no_aggregate: float = 1.0

@@ -1,7 +1,7 @@
 """Budget-aware selection: the pairs worth most per FM call, up to the hour's FM budget.
 
 A pair's value is P(requested while fresh) x the expected gain of a pair code over what the lower tiers
-already give that pair (its cohort's gain) / its FM cost. Every pair costs one FM forward of the same
+already give that pair (the gain for what the user falls back to) / its FM cost. Every pair costs one FM forward of the same
 size, so the cost is a constant and the ranking is by P x gain. Re-queued misses are scored like any other
 pair (their recent request is strong evidence of demand) and compete for the same budget: the budget is
 never exceeded. A pair whose P is below the run's ``min_demand`` is not worth a call at all: the budget is a

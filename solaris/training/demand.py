@@ -3,8 +3,8 @@
 
 It is not part of the FM -> AE -> VM chain: it reads only the request log, so it is promoted alone, when its
 AUC on the validation hours is at least the champion's on the same rows (or there is no champion). The
-per-cohort gains come from features as served when given (:mod:`solaris.training.demand_gains`); without them
-every cohort weighs the same and the selector ranks by demand alone.
+per-fallback gains come from features as served when given (:mod:`solaris.training.demand_gains`); without them
+every fallback weighs the same and the selector ranks by demand alone.
 """
 
 from __future__ import annotations

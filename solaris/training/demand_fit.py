@@ -139,6 +139,6 @@ def fit_demand(
 
 
 def with_gains(model: DemandModel, gains: dict[str, float]) -> DemandModel:
-    """The same weights with per-cohort gains set (estimated from features as served)."""
-    model.config = replace(model.config, **{f"gain_{cohort}": value for cohort, value in gains.items()})
+    """The same weights with per-fallback gains set (estimated from features as served)."""
+    model.config = replace(model.config, **{f"gain_{fallback}": value for fallback, value in gains.items()})
     return model

@@ -113,10 +113,10 @@ def test_every_figure_has_its_interval_and_the_report_states_its_protocol(
 
 def test_the_ids_the_serving_fm_never_trained_on_are_scored_apart(replayed: tuple[Settings, ReplayReport]) -> None:
     """Users sign up all through the tiny world, so some evaluation impressions are of users the serving FM
-    never trained on; each cohort scores the main table's models on its own rows."""
+    never trained on; each slice scores the main table's models on its own rows."""
     report = replayed[1]
-    assert [c.name for c in report.cohorts] == ["new items", "new users"]
-    new_users = report.cohorts[1]
+    assert [c.name for c in report.slices] == ["new items", "new users"]
+    new_users = report.slices[1]
     assert 0 < new_users.share < 0.5 and new_users.events > 0
     assert [m.name for m in new_users.models] == [m.name for m in report.models]
     for m in new_users.models:

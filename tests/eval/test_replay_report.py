@@ -18,10 +18,10 @@ from solaris.eval.arms import pooled_efficiency
 from solaris.eval.figures import (
     CUMULATIVE_TIERS,
     SWEEP_FRACTIONS,
-    Cohort,
     HourFigures,
     ModelScore,
     ReplayReport,
+    Slice,
     SweepPoint,
     TierContribution,
     VMFigures,
@@ -38,7 +38,7 @@ from solaris.eval.report import (
     write_html,
 )
 from solaris.eval.report.invariants import SATURATED_DIP
-from solaris.eval.scoring import MIN_COHORT_EVENTS, score_cohorts, score_models
+from solaris.eval.scoring import MIN_SLICE_EVENTS, score_models, score_slices
 from solaris.models.metrics import transfer_ratio
 
 START = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
@@ -142,9 +142,9 @@ def make_report(seed: int = 0) -> ReplayReport:
             TierContribution("a2a", "SOLARIS pair", "SOLARIS +a2a", 0.001, [-0.002, 0.004], 0.27),
             TierContribution("agg", "SOLARIS +a2a", "SOLARIS +agg", -0.01, [-0.015, -0.005], 0.16),
         ],
-        cohorts=[
-            Cohort("new items", 0.125, 2500, [replace(m, ne=m.ne + 0.03) for m in models]),
-            Cohort("new users", 0.01, 200, []),
+        slices=[
+            Slice("new items", 0.125, 2500, [replace(m, ne=m.ne + 0.03) for m in models]),
+            Slice("new users", 0.01, 200, []),
         ],
         users_known=0.267,
         per_vm={
@@ -222,9 +222,9 @@ def test_html_pngs_and_json_are_written_and_linked(tmp_path: Path) -> None:
     assert written == replace(report, invariants={"checked": list(INVARIANTS), "violated": []})
 
 
-def test_each_cohort_is_scored_on_its_rows_alone_and_a_small_one_is_left_unscored() -> None:
+def test_each_slice_is_scored_on_its_rows_alone_and_a_small_one_is_left_unscored() -> None:
     rng = np.random.default_rng(0)
-    n = 4 * MIN_COHORT_EVENTS
+    n = 4 * MIN_SLICE_EVENTS
     labels = (rng.random(n) < 0.3).astype(np.float32)
     probs = {
         "FM": np.clip(0.3 + 0.3 * (labels - 0.3) + 0.1 * rng.standard_normal(n), 0.01, 0.99),
@@ -232,13 +232,13 @@ def test_each_cohort_is_scored_on_its_rows_alone_and_a_small_one_is_left_unscore
     }
     requests = np.arange(n) // 4
     rows = np.arange(n)
-    cohorts = {"first half": rows < n // 2, "a few": rows < MIN_COHORT_EVENTS - 1}
-    half, few = score_cohorts(labels, requests, probs, cohorts, seed=0)
+    slices = {"first half": rows < n // 2, "a few": rows < MIN_SLICE_EVENTS - 1}
+    half, few = score_slices(labels, requests, probs, slices, seed=0)
     assert (half.name, half.events, half.share) == ("first half", n // 2, 0.5)
-    mask = cohorts["first half"]
+    mask = slices["first half"]
     assert half.models == score_models(labels[mask], requests[mask], {k: p[mask] for k, p in probs.items()}, 0)
     assert half.models != score_models(labels, requests, probs, 0)
-    assert (few.events, few.models) == (MIN_COHORT_EVENTS - 1, [])
+    assert (few.events, few.models) == (MIN_SLICE_EVENTS - 1, [])
 
 
 def test_json_round_trip() -> None:

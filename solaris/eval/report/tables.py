@@ -43,7 +43,7 @@ def sections(report: ReplayReport) -> list[Section]:
     return [
         _models(report),
         _per_vm(report),
-        _cohorts(report),
+        _slices(report),
         _tiers(report),
         _per_hour(report),
         _efficiency(report),
@@ -116,18 +116,18 @@ def _per_vm(report: ReplayReport) -> Section:
     return Section(title, ("VM", "model", *SCORE_HEADER), rows)
 
 
-COHORT_MODELS = (FM, VM_BASE, "VM distilled", ALL_TIERS, "SOLARIS all+distill")  # the cohort table's rows
+SLICE_MODELS = (FM, VM_BASE, "VM distilled", ALL_TIERS, "SOLARIS all+distill")  # the slice table's rows
 
 
-def _cohorts(report: ReplayReport) -> Section:
+def _slices(report: ReplayReport) -> Section:
     """The main table's key rows again on the impressions of ids the serving FM never trained on."""
     rows = []
-    for c in report.cohorts:
+    for c in report.slices:
         label = f"{c.name} ({pct(c.share)}, {c.events:,})"
-        scored = [m for m in c.models if m.name in COHORT_MODELS]
+        scored = [m for m in c.models if m.name in SLICE_MODELS]
         rows += [(label, m.name, *score_cells(m)[:4]) for m in scored] or [(label, "too few to score", *[DASH] * 4)]
     title = "Ids the serving FM never trained on, evaluation span (share of impressions, count)"
-    return Section(title, ("cohort", "model", *SCORE_HEADER[:4]), rows)
+    return Section(title, ("slice", "model", *SCORE_HEADER[:4]), rows)
 
 
 def _tiers(report: ReplayReport) -> Section:
