@@ -23,7 +23,7 @@ from local_service import poll
 
 from solaris.config import Settings
 from solaris.ops.health import free_ports
-from solaris.ops.stack import StackState, state_path
+from solaris.ops.stack_state import StackState, state_path
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 

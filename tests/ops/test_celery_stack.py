@@ -32,7 +32,8 @@ from store_state import store_checksum
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.ops import procs
-from solaris.ops.stack import airflow_password, worker_data_dir
+from solaris.ops.stack import airflow_password
+from solaris.ops.stack_state import worker_data_dir
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.store import open_store

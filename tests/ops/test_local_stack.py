@@ -30,7 +30,8 @@ from stack_session import (  # noqa: F401 (airflow_database: a fixture)
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.ops import procs
-from solaris.ops.stack import airflow_password, state_path
+from solaris.ops.stack import airflow_password
+from solaris.ops.stack_state import state_path
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World

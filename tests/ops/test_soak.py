@@ -39,7 +39,8 @@ from solaris.enrichment.tiers import NONE, PAIR
 from solaris.live.figures import EXPERIMENT, load_log_path, read_hours
 from solaris.live.load import LAG
 from solaris.ops import procs
-from solaris.ops.stack import StackState, airflow_password, state_path
+from solaris.ops.stack import airflow_password
+from solaris.ops.stack_state import StackState, state_path
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run_files import code_log_of
 from solaris.serving.servedlog import read_served, served_dir
