@@ -18,15 +18,7 @@ import psutil
 import pytest
 from mlflow_state import own_registry
 from precompute_env import copy_chain, precompute_settings
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api,
-    airflow_database,
-    left_behind,
-    solaris,
-    stack_up,
-    task_log_tails,
-    trigger_and_wait,
-)
+from stack_session import Api, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait
 from store_state import store_checksum
 
 from solaris.config import Settings

@@ -22,14 +22,7 @@ import pandas as pd
 import psutil
 import pytest
 from local_service import poll
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api,
-    airflow_database,
-    left_behind,
-    solaris,
-    stack_up,
-    task_log_tails,
-)
+from stack_session import Api, left_behind, solaris, stack_up, task_log_tails
 
 from mlflow import MlflowClient
 from solaris.config import Settings
