@@ -5,8 +5,8 @@ Celery worker per queue (:mod:`.celery_workers`), Redis the broker and PostgreSQ
 the stack starts, which the DAGs are then scheduled on (:mod:`solaris.live`).
 
 Not ``airflow standalone``: it cannot be stopped cleanly (SIGTERM orphans its children). Each service runs
-in its own session; pids, start times and logs live under ``<data_dir>/stack`` so ``down`` and ``status``
-work from any later shell.
+in its own session; pids, start times and logs live under ``<data_dir>/stack`` (:mod:`.stack_state`) so
+``down`` and ``status`` work from any later shell.
 
 One tracking store, one writer: the MLflow server owns the settings' tracking database, and the Airflow
 tasks and the ranker reach it through the server's URL (``SOLARIS_MLFLOW_TRACKING_URI`` is overridden in
@@ -21,7 +21,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
@@ -31,6 +31,7 @@ from solaris.config import Settings
 from solaris.live.clock import CLOCK_ENV, REAL_TIME_HOUR_SECONDS, LiveClock
 from solaris.ops import celery_workers, health, metadata, mlflow_server, procs
 from solaris.ops.health import HEARTBEAT_SCHEME, Check
+from solaris.ops.stack_state import StackState, stack_dir, state_path, worker_data_dir
 
 AIRFLOW_USER = "admin"
 AIRFLOW_COMPONENTS = {
@@ -75,42 +76,6 @@ class ManagedService:
     check: Check
 
 
-@dataclass
-class StackState:
-    """What ``up`` started, persisted for ``down`` and ``status``."""
-
-    urls: dict[str, str]
-    metadata_url: str
-    password_file: str
-    procs: list[procs.Proc]
-    checks: dict[str, Check] = field(default_factory=dict)
-    clock: str | None = None  # a live stack's clock (LiveClock.to_json)
-
-    def save(self, path: Path) -> None:
-        body = asdict(self) | {"procs": [asdict(p) | {"log": str(p.log)} for p in self.procs]}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, indent=2))
-        tmp.replace(path)
-
-    @classmethod
-    def load(cls, path: Path) -> StackState | None:
-        if not path.is_file():
-            return None
-        body = json.loads(path.read_text())
-        return cls(
-            urls=body["urls"],
-            metadata_url=body["metadata_url"],
-            password_file=body["password_file"],
-            procs=[procs.Proc(p["name"], p["pid"], p["create_time"], Path(p["log"])) for p in body["procs"]],
-            checks={
-                name: Check(**check | {"queues": tuple(check.get("queues", ()))})
-                for name, check in body["checks"].items()
-            },
-            clock=body.get("clock"),
-        )
-
-
 @dataclass(frozen=True)
 class Started:
     state: StackState
@@ -119,18 +84,6 @@ class Started:
 
 class StackError(RuntimeError):
     """The stack could not start or stop as asked; the message says what to do."""
-
-
-def stack_dir(settings: Settings) -> Path:
-    return settings.data_dir / "stack"
-
-
-def worker_data_dir(settings: Settings, worker: str) -> Path:
-    return stack_dir(settings) / f"worker-{worker}"
-
-
-def state_path(settings: Settings) -> Path:
-    return stack_dir(settings) / "stack.json"
 
 
 def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = print) -> Started:

@@ -1,6 +1,6 @@
 """What the whole-stack tests share: Airflow's REST API with its token, the ``solaris`` command, starting the
-stack, triggering a DAG and waiting for it with the task logs on failure, a metadata database of the test's
-own, and finding processes a stack left behind."""
+stack, triggering a DAG and waiting for it with the task logs on failure, and finding processes a stack left
+behind. Their metadata database of the test's own is a fixture, in conftest.py."""
 
 from __future__ import annotations
 
@@ -11,19 +11,16 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
-import pytest
 from local_service import poll
 
 from solaris.config import Settings
 from solaris.ops.health import free_ports
-from solaris.ops.stack import StackState, state_path
+from solaris.ops.stack_state import StackState, state_path
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 
@@ -62,15 +59,6 @@ def task_log_tails(settings: Settings, dag: str, run_id: str, chars: int = 2500)
     if scheduler.is_file():
         parts.append(f"--- scheduler\n{scheduler.read_text(errors='replace')[-chars:]}")
     return "\n".join(parts) or f"no task logs under {run_logs}"
-
-
-@pytest.fixture
-def airflow_database(pg_url: str) -> Iterator[str]:
-    """A database name for this stack's Airflow metadata; ``solaris stack up`` creates it, we drop it."""
-    name = f"solaris_stack_{uuid.uuid4().hex[:10]}"
-    yield name
-    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://", 1), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def stack_up(

@@ -18,21 +18,14 @@ import psutil
 import pytest
 from mlflow_state import own_registry
 from precompute_env import copy_chain, precompute_settings
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api,
-    airflow_database,
-    left_behind,
-    solaris,
-    stack_up,
-    task_log_tails,
-    trigger_and_wait,
-)
+from stack_session import Api, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait
 from store_state import store_checksum
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.ops import procs
-from solaris.ops.stack import airflow_password, worker_data_dir
+from solaris.ops.stack import airflow_password
+from solaris.ops.stack_state import worker_data_dir
 from solaris.precompute.run import run_hour
 from solaris.precompute.spec import run_key
 from solaris.store import open_store

@@ -17,20 +17,13 @@ import psutil
 import pytest
 from local_service import poll
 from precompute_env import precompute_settings
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api,
-    airflow_database,
-    left_behind,
-    solaris,
-    stack_up,
-    task_log_tails,
-    trigger_and_wait,
-)
+from stack_session import Api, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.ops import procs
-from solaris.ops.stack import airflow_password, state_path
+from solaris.ops.stack import airflow_password
+from solaris.ops.stack_state import state_path
 from solaris.precompute.spec import run_key
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World

@@ -22,14 +22,7 @@ import pandas as pd
 import psutil
 import pytest
 from local_service import poll
-from stack_session import (  # noqa: F401 (airflow_database: a fixture)
-    Api,
-    airflow_database,
-    left_behind,
-    solaris,
-    stack_up,
-    task_log_tails,
-)
+from stack_session import Api, left_behind, solaris, stack_up, task_log_tails
 
 from mlflow import MlflowClient
 from solaris.config import Settings
@@ -39,7 +32,8 @@ from solaris.enrichment.tiers import NONE, PAIR
 from solaris.live.figures import EXPERIMENT, load_log_path, read_hours
 from solaris.live.load import LAG
 from solaris.ops import procs
-from solaris.ops.stack import StackState, airflow_password, state_path
+from solaris.ops.stack import airflow_password
+from solaris.ops.stack_state import StackState, state_path
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run_files import code_log_of
 from solaris.serving.servedlog import read_served, served_dir

@@ -15,7 +15,8 @@ import pytest
 from solaris.config import Settings
 from solaris.ops import celery_workers, mlflow_server
 from solaris.ops.health import free_ports
-from solaris.ops.stack import StackConfig, StackError, choose_metadata_url, state_path, up
+from solaris.ops.stack import StackConfig, StackError, choose_metadata_url, up
+from solaris.ops.stack_state import state_path
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 
