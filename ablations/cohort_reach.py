@@ -10,9 +10,9 @@ it at the default grid).
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
+
+from ablation_cli import log_parser
 
 from solaris.data.eventlog import EventLog
 from solaris.eval.ceiling import cohort_reach
@@ -26,8 +26,7 @@ def grid(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("world", type=Path, help="an event log folder (var/worlds/<name>)")
+    parser = log_parser(__doc__)
     parser.add_argument("--grid", type=grid, nargs="+", default=[(32, 200), (128, 1000)], help="CxK, e.g. 32x200")
     args = parser.parse_args(argv)
     log = EventLog(args.world)

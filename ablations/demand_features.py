@@ -10,12 +10,11 @@ training DAG trains.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import torch
+from ablation_cli import log_parser
 
 from solaris.data.eventlog import EventLog
 from solaris.eval.spans import ReplaySpans
@@ -31,9 +30,7 @@ GROUPS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("world", type=Path, help="an event log folder (var/worlds/<name>)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser = log_parser(__doc__, seeds=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     log = EventLog(args.world)

@@ -16,13 +16,12 @@ in about one of its impressions an epoch), which lost to the flat rate everywher
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
+from ablation_cli import log_parser
 
 from solaris.models import metrics
 from solaris.models.features import fm_matrix, labels
@@ -40,9 +39,7 @@ MIN_ROWS = 100  # fewer impressions than this in a slice: its NE is not shown
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("world", type=Path, help="an event log folder (var/worlds/<name>)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser = log_parser(__doc__, seeds=True)
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS), metavar="ARM")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

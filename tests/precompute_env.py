@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ import mlflow
 from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.models.features import fm_matrix
-from solaris.store import FeatureStore
+from solaris.precompute.run import run_hour
+from solaris.store import FeatureStore, open_store
+from solaris.store.records import RunRecord
 from solaris.tracking import registry
 from solaris.tracking.registry import PinnedVersions
 from solaris.training.jobs import TrainReport, World
@@ -61,6 +64,15 @@ def store_rows(store: FeatureStore, sql: str) -> list[tuple]:
     """The rows of a raw query on the store's database (a test reads tables the interface does not list)."""
     with store.engine.connect() as conn:  # type: ignore[attr-defined]
         return [tuple(row) for row in conn.exec_driver_sql(sql)]
+
+
+def run_succeeded_hour(settings: Settings, hour: datetime, params: dict[str, object]) -> tuple[dict, RunRecord]:
+    """``run_hour`` at ``hour`` (its clock too) and its run record, which must say succeeded."""
+    done = run_hour(settings, hour, params, clock=lambda: hour)
+    with open_store(settings.store_url) as store:
+        record = store.get_run(done["run_key"])
+    assert record is not None and record.status == "succeeded", record
+    return done, record
 
 
 def copy_chain(client: MlflowClient, settings: Settings, world: World, report: TrainReport) -> PinnedVersions:

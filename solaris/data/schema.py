@@ -21,13 +21,18 @@ REQUESTS = pa.schema(
     ]
 )
 
+# When, to whom, which ad, in which slot: an impression's fields that a served row (the ranker's log) shares.
+SHOWN = (
+    pa.field("ts", TS, nullable=False),
+    pa.field("user_id", pa.int64(), nullable=False),
+    pa.field("item_id", pa.int64(), nullable=False),
+    pa.field("position", pa.int16(), nullable=False),
+)
+
 IMPRESSIONS = pa.schema(
     [
         pa.field("request_id", pa.int64(), nullable=False),
-        pa.field("ts", TS, nullable=False),
-        pa.field("user_id", pa.int64(), nullable=False),
-        pa.field("item_id", pa.int64(), nullable=False),
-        pa.field("position", pa.int16(), nullable=False),
+        *SHOWN,
         pa.field("click", pa.int8(), nullable=False),
         pa.field("conversion", pa.int8(), nullable=False),
     ]

@@ -32,9 +32,8 @@ class FMConfig:
     hidden: int = 512
     embedding_dim: int = 256
     max_position: int = 64
-    dropout: float = (
-        0.3  # with the plan's weight decay: what let the FM train past its first epochs (ablations/fm_fit.py)
-    )
+    # With the plan's weight decay: what let the FM train past its first epochs (ablations/fm_fit.py).
+    dropout: float = 0.3
     # Share of user and item ids hidden in training: what trains the unknown row every new user and item takes
     # (layers.SideEmbedding). 0.1 beat none and a hiding of rare ids alone on the plain world, MovieLens and
     # the default world, most on new users (ablations/fm_new_ids.py).

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from solaris import exposure
 from solaris.data.hourly import read_range, write_hourly
-from solaris.data.schema import TS
+from solaris.data.schema import SHOWN, TS
 from solaris.models.features import TIERS, VM_BASE_COLUMNS
 
 BatchQueue = Any  # queue.Queue in a thread, multiprocessing's Queue in a child process: the same calls
@@ -39,10 +39,7 @@ def served_schema(code_dim: int) -> pa.Schema:
     return pa.schema(
         [
             pa.field("request_id", pa.int64()),
-            pa.field("ts", TS, nullable=False),
-            pa.field("user_id", pa.int64(), nullable=False),
-            pa.field("item_id", pa.int64(), nullable=False),
-            pa.field("position", pa.int16(), nullable=False),
+            *SHOWN,
             pa.field("score", pa.float32(), nullable=False),
             pa.field("tier", pa.int8(), nullable=False),
             pa.field("vm_version", pa.string(), nullable=False),

@@ -129,16 +129,8 @@ def test_an_fm_trains_on_a_raw_id_world(tmp_path: Path, spelling: str) -> None:
     world = World.open(import_raw(tmp_path, spelling).root)
     assert (world.users.vocab, world.items.vocab) == (N_USERS + 1, N_ITEMS + 1)  # + the unknown row
     split = world.split
-    fm, fit = train_fm(
-        world.log,
-        split.fm_train,
-        split.valid,
-        world.index,
-        world.users,
-        world.items,
-        FMConfig(),
-        FitConfig(epochs=1, progress=False, threads=1),
-    )
+    quick = FitConfig(epochs=1, progress=False, threads=1)
+    fm, fit = train_fm(world.log, split.fm_train, split.valid, world.index, world.users, world.items, FMConfig(), quick)
     assert len(fit.valid_loss) == 1 and np.isfinite(fit.valid_loss[0])
 
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from precompute_env import store_rows
+from precompute_env import run_succeeded_hour, store_rows
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.precompute.run import run_hour
 from solaris.store import open_store
 from solaris.store.codec import decode_lists
 
@@ -22,11 +21,9 @@ HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world'
 def test_a_user_is_served_its_codes_for_similar_items(run_settings: Settings) -> None:
     log = EventLog(run_settings.world_dir())
     assert log.start + timedelta(hours=30) == HOUR
-    done = run_hour(run_settings, HOUR, PARAMS, clock=lambda: HOUR)
+    done, record = run_succeeded_hour(run_settings, HOUR, PARAMS)
     t = HOUR + timedelta(minutes=30)
     with open_store(run_settings.store_url) as store:
-        record = store.get_run(done["run_key"])
-        assert record is not None and record.status == "succeeded"
         listed = store_rows(store, "SELECT item_id, neighbours FROM item_neighbours")
         pairs = store_rows(store, "SELECT user_id, item_id FROM pair_embeddings")
         users = np.unique([u for u, _ in pairs])[:40]

@@ -7,11 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from precompute_env import store_rows
+from precompute_env import run_succeeded_hour, store_rows
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.precompute.run import run_hour
 from solaris.store import FeatureStore, open_store
 
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu"}
@@ -33,11 +32,9 @@ def _never_requested(log: EventLog, before: datetime) -> set[int]:
 def test_an_active_user_without_an_aggregate_is_served_by_its_neighbours(run_settings: Settings) -> None:
     log = EventLog(run_settings.world_dir())
     assert log.start + timedelta(hours=30) == HOUR
-    done = run_hour(run_settings, HOUR, PARAMS, clock=lambda: HOUR)
+    done, record = run_succeeded_hour(run_settings, HOUR, PARAMS)
     t = HOUR + timedelta(minutes=30)
     with open_store(run_settings.store_url) as store:
-        record = store.get_run(done["run_key"])
-        assert record is not None and record.status == "succeeded"
         with_row = _user_ids(store, "SELECT DISTINCT user_id FROM user_neighbours")
         cold = np.array(sorted(with_row - _user_ids(store, "SELECT user_id FROM user_aggregates")), np.int64)
         lenders = _user_ids(store, "SELECT DISTINCT neighbour_id FROM user_neighbours")
