@@ -9,8 +9,8 @@ from datetime import datetime
 
 import numpy as np
 
-from solaris.store.base import StoreError
 from solaris.store.codec import from_micros, to_micros
+from solaris.store.errors import StoreError
 from solaris.store.records import RUN_STATUSES, RunRecord
 
 
