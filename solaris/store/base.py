@@ -14,14 +14,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
 
 from solaris.store import validate
-from solaris.store.codec import encode_lists
+from solaris.store.codec import encode_lists, to_micros
 from solaris.store.errors import StoreError
-from solaris.store.records import EmbeddingVersion, ExposureCounts, RunRecord, TableStats, TierBatchRead, TierRead
+from solaris.store.records import (
+    RUN_STATUSES,
+    EmbeddingVersion,
+    ExposureCounts,
+    RunRecord,
+    TableStats,
+    TierBatchRead,
+    TierRead,
+)
 
 
 class FeatureStore(ABC):
@@ -237,7 +246,6 @@ class FeatureStore(ABC):
     def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
         """Delete everything with ``expires_at <= t`` in batches of at most ``batch_size`` rows."""
 
-    @abstractmethod
     def start_run(
         self,
         run_id: str,
@@ -250,8 +258,12 @@ class FeatureStore(ABC):
         started_at: datetime,
     ) -> None:
         """Record a run as running; starting a known run id again (a retry) resets its record, but for its figures."""
+        if to_micros(interval_end, "interval_end") <= to_micros(interval_start, "interval_start"):
+            raise StoreError(f"run {run_id!r}: interval_end is not after interval_start")
+        self.get_embedding_version(embedding_version)
+        run = (run_id, interval_start, interval_end, fm_version, ae_version, vm_version, embedding_version)
+        self._start_run(RunRecord(*run, RUN_STATUSES[0], {}, {}, started_at, None))
 
-    @abstractmethod
     def finish_run(
         self,
         run_id: str,
@@ -272,8 +284,17 @@ class FeatureStore(ABC):
         Raises:
             StoreError: The status is not a final one, the run was never started, or it finishes before it began.
         """
+        if status not in RUN_STATUSES[1:]:
+            raise StoreError(f"run {run_id!r}: finish status {status!r} is not one of {', '.join(RUN_STATUSES[1:])}")
+        run = self.get_run(run_id)
+        if run is None:
+            raise StoreError(f"run {run_id!r} was never started")
+        if to_micros(finished_at, "finished_at") < to_micros(run.started_at, "started_at"):
+            raise StoreError(f"run {run_id!r}: finished_at {finished_at.isoformat()} is before its start")
+        counts = {k: int(v) for k, v in counts.items()}
+        timings = {k: float(v) for k, v in timings.items()}
+        self._finish_run(replace(run, status=status, counts=counts, timings=timings, finished_at=finished_at))
 
-    @abstractmethod
     def record_run_figures(self, run_id: str, figures: Mapping[str, float]) -> None:
         """Replace a started run's quality figures (JSON, like its counts).
 
@@ -285,6 +306,25 @@ class FeatureStore(ABC):
         Raises:
             StoreError: The run was never started, or a figure is not a finite number; nothing is written.
         """
+        values = {k: float(v) for k, v in figures.items()}
+        if bad := sorted(k for k, v in values.items() if not np.isfinite(v)):
+            raise StoreError(f"run {run_id!r}: figures {', '.join(bad)} are not finite")
+        if self.get_run(run_id) is None:
+            raise StoreError(f"run {run_id!r} was never started")
+        self._record_run_figures(run_id, values)
+
+    # The backend's side of the run records, given a run checked as the public methods say.
+
+    @abstractmethod
+    def _start_run(self, run: RunRecord) -> None:
+        """Record ``run`` (running, no counts or timings yet), replacing any record of its id but for its figures."""
+
+    @abstractmethod
+    def _finish_run(self, run: RunRecord) -> None:
+        """Store ``run``'s status, counts, timings and finish time on its record."""
+
+    @abstractmethod
+    def _record_run_figures(self, run_id: str, figures: dict[str, float]) -> None: ...
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord | None:
