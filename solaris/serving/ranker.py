@@ -27,8 +27,9 @@ from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_in
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.metrics import RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
-from solaris.store.base import FeatureStore, StoreReadTimeout
+from solaris.store.base import FeatureStore
 from solaris.store.codec import to_micros
+from solaris.store.errors import StoreReadTimeout
 from solaris.store.records import TierBatchRead
 
 

@@ -14,19 +14,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
 
-from solaris.store.records import EmbeddingVersion, ExposureCounts, RunRecord, TableStats, TierBatchRead, TierRead
-
-
-class StoreError(ValueError):
-    """A batch or request the store refuses; nothing of it was written."""
-
-
-class StoreReadTimeout(TimeoutError):
-    """A read interrupted because it ran past the time it was given."""
+from solaris.store import validate
+from solaris.store.codec import encode_lists, to_micros
+from solaris.store.errors import StoreError
+from solaris.store.records import (
+    RUN_STATUSES,
+    EmbeddingVersion,
+    ExposureCounts,
+    RunRecord,
+    TableStats,
+    TierBatchRead,
+    TierRead,
+)
 
 
 class FeatureStore(ABC):
@@ -34,6 +38,13 @@ class FeatureStore(ABC):
 
     Writes are bulk and transactional: a batch is validated whole, then written in one transaction, so a
     reader sees all of it or none. Writes upsert by key, so re-running a run rewrites its rows in place.
+
+    Every ``write_*`` takes the ``run_id`` writing the batch (non-empty, recorded on every row), ``created_at``
+    (when the rows were computed: timezone-aware, logical time) and ``expires_at`` (after ``created_at``; a
+    read at ``t >= expires_at`` no longer returns the rows, nor one at ``t < created_at``), and all but
+    exposure counts a registered embedding ``version`` id, which fixes the vectors' dimension and storage
+    dtype. An unknown version or a batch failing a check is a :class:`StoreError`, and nothing is written.
+
     Reads take the time ``t`` they are for and return only rows of the asked version with
     ``created_at <= t < expires_at``, one round trip per tier; one row per key, so not the replaced ones.
     """
@@ -61,7 +72,6 @@ class FeatureStore(ABC):
     def get_embedding_version(self, version_id: str) -> EmbeddingVersion:
         """The registered version; :class:`StoreError` if it is unknown."""
 
-    @abstractmethod
     def write_pair_embeddings(
         self,
         run_id: str,
@@ -73,27 +83,24 @@ class FeatureStore(ABC):
         created_at: datetime,
         expires_at: datetime,
     ) -> int:
-        """Upsert one run's pair embeddings, the direct tier, as one batch checked whole and written in one transaction.
+        """Upsert one run's pair embeddings, the direct tier.
 
         Args:
-            run_id: The precompute run writing the batch (non-empty), recorded on every row.
-            version: A registered embedding version id; it fixes the vectors' dimension and storage dtype.
             user_ids: [n] non-negative integer user ids.
             item_ids: [n] non-negative integer item ids; no (user, item) pair may appear twice in the batch.
             vectors: [n, dim] finite pair embeddings, stored as the version's dtype.
             scores: [n] the verifier's finite score of each pair.
-            created_at: When the rows were computed (timezone-aware, logical time).
-            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows (nor one
-                at ``t < created_at``).
 
         Returns:
             The number of pairs written; a pair already stored under this version is replaced.
-
-        Raises:
-            StoreError: The version is unknown or the batch fails a check; nothing is written.
         """
+        ver = self.get_embedding_version(version)
+        stamp = validate.stamp(run_id, ver, created_at, expires_at)
+        batch = validate.pair_batch(stamp, ver, user_ids, item_ids, vectors, scores)
+        if len(batch.user_ids):
+            self._write_pairs(batch)
+        return len(batch.user_ids)
 
-    @abstractmethod
     def write_user_aggregates(
         self,
         run_id: str,
@@ -105,27 +112,24 @@ class FeatureStore(ABC):
         created_at: datetime,
         expires_at: datetime,
     ) -> int:
-        """Upsert one run's user aggregates (each user's mean pair vector), checked whole, in one transaction.
+        """Upsert one run's user aggregates (each user's mean pair vector).
 
         Args:
-            run_id: The precompute run writing the batch (non-empty), recorded on every row.
-            version: A registered embedding version id; it fixes the vectors' dimension and storage dtype.
             user_ids: [n] non-negative integer user ids, each at most once in the batch.
             vectors: [n, dim] finite aggregate vectors, stored as the version's dtype.
             pair_counts: [n] non-negative integers: how many pair vectors each aggregate is the mean of.
             window_hours: The trailing window the aggregates cover, a positive integer, stored on every row.
-            created_at: When the rows were computed (timezone-aware, logical time).
-            expires_at: After ``created_at``; a read at ``t >= expires_at`` no longer returns the rows (nor one
-                at ``t < created_at``).
 
         Returns:
             The number of users written; a user already stored under this version is replaced.
-
-        Raises:
-            StoreError: The version is unknown or the batch fails a check; nothing is written.
         """
+        ver = self.get_embedding_version(version)
+        stamp = validate.stamp(run_id, ver, created_at, expires_at)
+        batch = validate.aggregate_batch(stamp, ver, user_ids, vectors, pair_counts, window_hours)
+        if len(batch.user_ids):
+            self._write_aggregates(batch)
+        return len(batch.user_ids)
 
-    @abstractmethod
     def write_user_neighbours(
         self,
         run_id: str,
@@ -137,8 +141,12 @@ class FeatureStore(ABC):
         expires_at: datetime,
     ) -> int:
         """Replace each listed user's neighbour list (``neighbour_ids`` is [n, k], padded with -1)."""
+        stamp = validate.stamp(run_id, self.get_embedding_version(version), created_at, expires_at)
+        batch = validate.neighbour_batch(stamp, user_ids, neighbour_ids, similarities, "user")
+        if len(batch.owners):
+            self._write_neighbours(batch)
+        return len(batch.owner_ids)
 
-    @abstractmethod
     def write_item_neighbours(
         self,
         run_id: str,
@@ -150,18 +158,52 @@ class FeatureStore(ABC):
         expires_at: datetime,
     ) -> int:
         """Replace each listed item's neighbour list (``neighbour_ids`` is [n, k], padded with -1), the lists
-        the A2A tier reads; checked whole (an item listed twice or listing itself, a shape, a non-finite
-        similarity, an unknown version: :class:`StoreError`, nothing written) and written in one transaction.
-        Returns the number of items written (an item with an empty list only loses its old one)."""
+        the A2A tier reads; an item listed twice or listing itself, a shape or a non-finite similarity is a
+        :class:`StoreError`. Returns the number of items written (an item with an empty list only loses its old
+        one)."""
+        stamp = validate.stamp(run_id, self.get_embedding_version(version), created_at, expires_at)
+        batch = validate.neighbour_batch(stamp, item_ids, neighbour_ids, similarities, "item")
+        if len(batch.owners):
+            listed = np.asarray(neighbour_ids, np.int64)
+            try:
+                lists = encode_lists(listed, np.where(listed >= 0, np.asarray(similarities, np.float64), 0.0))
+            except ValueError as error:
+                raise StoreError(f"item lists: {error}") from None
+            self._write_item_lists(stamp, batch.owners, lists)
+        return len(batch.owners)
 
-    @abstractmethod
     def write_exposure_counts(
         self, run_id: str, counts: ExposureCounts, created_at: datetime, expires_at: datetime
     ) -> int:
-        """Replace each listed user's exposure counters (as of ``created_at``) in one transaction, checked whole
-        (a user listed twice, a pair of an unlisted user or listed twice, a negative or non-integer count, a
-        width other than ``len(exposure.WINDOWS_H)``: :class:`StoreError`, nothing written). A user with no
-        pairs still gets a row (its windows may have emptied). Returns the number of users written."""
+        """Replace each listed user's exposure counters (as of ``created_at``); a user listed twice, a pair of an
+        unlisted user or listed twice, a negative or non-integer count, a width other than
+        ``len(exposure.WINDOWS_H)`` is a :class:`StoreError`. A user with no pairs still gets a row (its windows
+        may have emptied). Returns the number of users written."""
+        batch = validate.exposure_batch(run_id, created_at, expires_at, counts)
+        if len(batch.user_ids):
+            self._write_exposure(batch)
+        return len(batch.user_ids)
+
+    # The backend's side of the writes: each gets a batch checked whole and not empty, to write in one
+    # transaction.
+
+    @abstractmethod
+    def _write_pairs(self, batch: validate.PairBatch) -> None: ...
+
+    @abstractmethod
+    def _write_aggregates(self, batch: validate.AggregateBatch) -> None: ...
+
+    @abstractmethod
+    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
+        """Replace the users' lists of ``batch.owners`` (delete, then insert)."""
+
+    @abstractmethod
+    def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
+        """Upsert each item's packed list (:func:`~solaris.store.codec.encode_lists`)."""
+
+    @abstractmethod
+    def _write_exposure(self, batch: validate.ExposureBatch) -> None:
+        """Upsert each user's packed counters."""
 
     @abstractmethod
     def read_tiers_batch(
@@ -204,7 +246,6 @@ class FeatureStore(ABC):
     def expire(self, t: datetime, batch_size: int = 10_000) -> dict[str, int]:
         """Delete everything with ``expires_at <= t`` in batches of at most ``batch_size`` rows."""
 
-    @abstractmethod
     def start_run(
         self,
         run_id: str,
@@ -217,8 +258,12 @@ class FeatureStore(ABC):
         started_at: datetime,
     ) -> None:
         """Record a run as running; starting a known run id again (a retry) resets its record, but for its figures."""
+        if to_micros(interval_end, "interval_end") <= to_micros(interval_start, "interval_start"):
+            raise StoreError(f"run {run_id!r}: interval_end is not after interval_start")
+        self.get_embedding_version(embedding_version)
+        run = (run_id, interval_start, interval_end, fm_version, ae_version, vm_version, embedding_version)
+        self._start_run(RunRecord(*run, RUN_STATUSES[0], {}, {}, started_at, None))
 
-    @abstractmethod
     def finish_run(
         self,
         run_id: str,
@@ -239,8 +284,17 @@ class FeatureStore(ABC):
         Raises:
             StoreError: The status is not a final one, the run was never started, or it finishes before it began.
         """
+        if status not in RUN_STATUSES[1:]:
+            raise StoreError(f"run {run_id!r}: finish status {status!r} is not one of {', '.join(RUN_STATUSES[1:])}")
+        run = self.get_run(run_id)
+        if run is None:
+            raise StoreError(f"run {run_id!r} was never started")
+        if to_micros(finished_at, "finished_at") < to_micros(run.started_at, "started_at"):
+            raise StoreError(f"run {run_id!r}: finished_at {finished_at.isoformat()} is before its start")
+        counts = {k: int(v) for k, v in counts.items()}
+        timings = {k: float(v) for k, v in timings.items()}
+        self._finish_run(replace(run, status=status, counts=counts, timings=timings, finished_at=finished_at))
 
-    @abstractmethod
     def record_run_figures(self, run_id: str, figures: Mapping[str, float]) -> None:
         """Replace a started run's quality figures (JSON, like its counts).
 
@@ -252,6 +306,25 @@ class FeatureStore(ABC):
         Raises:
             StoreError: The run was never started, or a figure is not a finite number; nothing is written.
         """
+        values = {k: float(v) for k, v in figures.items()}
+        if bad := sorted(k for k, v in values.items() if not np.isfinite(v)):
+            raise StoreError(f"run {run_id!r}: figures {', '.join(bad)} are not finite")
+        if self.get_run(run_id) is None:
+            raise StoreError(f"run {run_id!r} was never started")
+        self._record_run_figures(run_id, values)
+
+    # The backend's side of the run records, given a run checked as the public methods say.
+
+    @abstractmethod
+    def _start_run(self, run: RunRecord) -> None:
+        """Record ``run`` (running, no counts or timings yet), replacing any record of its id but for its figures."""
+
+    @abstractmethod
+    def _finish_run(self, run: RunRecord) -> None:
+        """Store ``run``'s status, counts, timings and finish time on its record."""
+
+    @abstractmethod
+    def _record_run_figures(self, run_id: str, figures: dict[str, float]) -> None: ...
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord | None:

@@ -17,10 +17,10 @@ import numpy as np
 from sqlalchemy import Connection, create_engine, event
 
 from solaris.store import validate
-from solaris.store.base import StoreError
 from solaris.store.codec import MICROS_PER_HOUR
 from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import PostgresStoreConfig
+from solaris.store.errors import StoreError
 from solaris.store.pgarrays import register_int8_arrays, register_numpy_array_loaders
 from solaris.store.pgcopy import binary_copy_payload
 from solaris.store.sql_store import SqlFeatureStore

@@ -4,83 +4,48 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 
-import numpy as np
-
-from solaris.store.base import StoreError
 from solaris.store.codec import from_micros, to_micros
-from solaris.store.records import RUN_STATUSES, RunRecord
+from solaris.store.records import RunRecord
 
 
 class SqlRunRecords:
-    """One row per run: opened by ``start_run``, closed once by ``finish_run``, its quality figures beside."""
+    """One row per run: opened by ``start_run``, closed once by ``finish_run``, its quality figures beside.
 
-    def start_run(
-        self,
-        run_id: str,
-        interval_start: datetime,
-        interval_end: datetime,
-        fm_version: str,
-        ae_version: str,
-        vm_version: str,
-        embedding_version: str,
-        started_at: datetime,
-    ) -> None:
-        start, end = to_micros(interval_start, "interval_start"), to_micros(interval_end, "interval_end")
-        if end <= start:
-            raise StoreError(f"run {run_id!r}: interval_end is not after interval_start")
-        self.get_embedding_version(embedding_version)
+    :class:`~solaris.store.base.FeatureStore`'s public run methods check their arguments; these hooks only
+    encode (times as microseconds, dicts as JSON) and write."""
+
+    def _start_run(self, run: RunRecord) -> None:
         params = dict(
-            run_id=run_id,
-            interval_start=start,
-            interval_end=end,
-            fm_version=fm_version,
-            ae_version=ae_version,
-            vm_version=vm_version,
-            embedding_version=embedding_version,
-            started_at=to_micros(started_at, "started_at"),
+            run_id=run.run_id,
+            interval_start=to_micros(run.interval_start, "interval_start"),
+            interval_end=to_micros(run.interval_end, "interval_end"),
+            fm_version=run.fm_version,
+            ae_version=run.ae_version,
+            vm_version=run.vm_version,
+            embedding_version=run.embedding_version,
+            started_at=to_micros(run.started_at, "started_at"),
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("start_run"), params)
 
-    def finish_run(
-        self,
-        run_id: str,
-        status: str,
-        counts: Mapping[str, int],
-        timings: Mapping[str, float],
-        finished_at: datetime,
-    ) -> None:
-        if status not in RUN_STATUSES[1:]:
-            raise StoreError(f"run {run_id!r}: finish status {status!r} is not one of {', '.join(RUN_STATUSES[1:])}")
-        run = self.get_run(run_id)
-        if run is None:
-            raise StoreError(f"run {run_id!r} was never started")
-        finished = to_micros(finished_at, "finished_at")
-        if finished < to_micros(run.started_at, "started_at"):
-            raise StoreError(f"run {run_id!r}: finished_at {finished_at.isoformat()} is before its start")
+    def _finish_run(self, run: RunRecord) -> None:
         # Keys sorted: the record is the same bytes whichever runner collected the steps' counts (Airflow's
         # XCom hands a task's dict back in another order than the in-process runner).
         params = dict(
-            run_id=run_id,
-            status=status,
-            counts=json.dumps({k: int(v) for k, v in counts.items()}, sort_keys=True),
-            timings=json.dumps({k: float(v) for k, v in timings.items()}),
-            finished_at=finished,
+            run_id=run.run_id,
+            status=run.status,
+            counts=json.dumps(run.counts, sort_keys=True),
+            timings=json.dumps(run.timings),
+            finished_at=to_micros(run.finished_at, "finished_at"),
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("finish_run"), params)
 
-    def record_run_figures(self, run_id: str, figures: Mapping[str, float]) -> None:
-        values = {k: float(v) for k, v in figures.items()}
-        if bad := sorted(k for k, v in values.items() if not np.isfinite(v)):
-            raise StoreError(f"run {run_id!r}: figures {', '.join(bad)} are not finite")
-        if self.get_run(run_id) is None:
-            raise StoreError(f"run {run_id!r} was never started")
+    def _record_run_figures(self, run_id: str, figures: dict[str, float]) -> None:
         with self._engine.begin() as conn:
-            conn.exec_driver_sql(self._sql("record_run_figures"), {"run_id": run_id, "figures": json.dumps(values)})
+            conn.exec_driver_sql(self._sql("record_run_figures"), {"run_id": run_id, "figures": json.dumps(figures)})
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._reader.connect() as conn:

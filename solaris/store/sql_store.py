@@ -19,13 +19,14 @@ from sqlalchemy import Connection, Engine
 
 from solaris.embedding_version import embedding_version
 from solaris.store import validate
-from solaris.store.base import FeatureStore, StoreError, StoreReadTimeout
-from solaris.store.codec import MICROS_PER_HOUR, encode_lists, from_micros, to_micros
+from solaris.store.base import FeatureStore
+from solaris.store.codec import MICROS_PER_HOUR, from_micros, to_micros
 from solaris.store.cohorts import cohort_requests
 from solaris.store.combine import ItemLists, PairIndex, TierRows, assemble
+from solaris.store.errors import StoreError, StoreReadTimeout
 from solaris.store.item_lists import ItemListCache
 from solaris.store.readers import ReaderConnections
-from solaris.store.records import EmbeddingVersion, ExposureCounts, TableStats, TierBatchRead
+from solaris.store.records import EmbeddingVersion, TableStats, TierBatchRead
 from solaris.store.sql_runs import SqlRunRecords
 from solaris.store.sqlfiles import load_sql
 from solaris.store.tables import schema_statements
@@ -125,109 +126,6 @@ class SqlFeatureStore(SqlRunRecords, FeatureStore):
             vid, fm, ae, dim, dtype, created = rows[0]
             self._versions[version_id] = EmbeddingVersion(vid, fm, ae, int(dim), dtype, from_micros(created))
         return self._versions[version_id]
-
-    # -- writes -----------------------------------------------------------------------------------------
-
-    @abstractmethod
-    def _write_pairs(self, batch: validate.PairBatch) -> None: ...
-
-    @abstractmethod
-    def _write_aggregates(self, batch: validate.AggregateBatch) -> None: ...
-
-    @abstractmethod
-    def _write_neighbours(self, batch: validate.NeighbourBatch) -> None:
-        """Replace the users' lists of ``batch.owners`` in one transaction (delete, then insert)."""
-
-    @abstractmethod
-    def _write_item_lists(self, stamp: validate.Stamp, items: np.ndarray, lists: list[bytes]) -> None:
-        """Upsert each item's packed list (:func:`~solaris.store.codec.encode_lists`) in one transaction."""
-
-    @abstractmethod
-    def _write_exposure(self, batch: validate.ExposureBatch) -> None:
-        """Upsert each user's packed counters in one transaction."""
-
-    def write_pair_embeddings(
-        self,
-        run_id: str,
-        version: str,
-        user_ids: np.ndarray,
-        item_ids: np.ndarray,
-        vectors: np.ndarray,
-        scores: np.ndarray,
-        created_at: datetime,
-        expires_at: datetime,
-    ) -> int:
-        ver = self.get_embedding_version(version)
-        stamp = validate.stamp(run_id, ver, created_at, expires_at)
-        batch = validate.pair_batch(stamp, ver, user_ids, item_ids, vectors, scores)
-        if len(batch.user_ids):
-            self._write_pairs(batch)
-        return len(batch.user_ids)
-
-    def write_user_aggregates(
-        self,
-        run_id: str,
-        version: str,
-        user_ids: np.ndarray,
-        vectors: np.ndarray,
-        pair_counts: np.ndarray,
-        window_hours: int,
-        created_at: datetime,
-        expires_at: datetime,
-    ) -> int:
-        ver = self.get_embedding_version(version)
-        stamp = validate.stamp(run_id, ver, created_at, expires_at)
-        batch = validate.aggregate_batch(stamp, ver, user_ids, vectors, pair_counts, window_hours)
-        if len(batch.user_ids):
-            self._write_aggregates(batch)
-        return len(batch.user_ids)
-
-    def write_user_neighbours(
-        self,
-        run_id: str,
-        version: str,
-        user_ids: np.ndarray,
-        neighbour_ids: np.ndarray,
-        similarities: np.ndarray,
-        created_at: datetime,
-        expires_at: datetime,
-    ) -> int:
-        ver = self.get_embedding_version(version)
-        stamp = validate.stamp(run_id, ver, created_at, expires_at)
-        batch = validate.neighbour_batch(stamp, user_ids, neighbour_ids, similarities, "user")
-        if len(batch.owners):
-            self._write_neighbours(batch)
-        return len(batch.owner_ids)
-
-    def write_item_neighbours(
-        self,
-        run_id: str,
-        version: str,
-        item_ids: np.ndarray,
-        neighbour_ids: np.ndarray,
-        similarities: np.ndarray,
-        created_at: datetime,
-        expires_at: datetime,
-    ) -> int:
-        ver = self.get_embedding_version(version)
-        stamp = validate.stamp(run_id, ver, created_at, expires_at)
-        batch = validate.neighbour_batch(stamp, item_ids, neighbour_ids, similarities, "item")
-        if len(batch.owners):
-            listed = np.asarray(neighbour_ids, np.int64)
-            try:
-                lists = encode_lists(listed, np.where(listed >= 0, np.asarray(similarities, np.float64), 0.0))
-            except ValueError as error:
-                raise StoreError(f"item lists: {error}") from None
-            self._write_item_lists(stamp, batch.owners, lists)
-        return len(batch.owners)
-
-    def write_exposure_counts(
-        self, run_id: str, counts: ExposureCounts, created_at: datetime, expires_at: datetime
-    ) -> int:
-        batch = validate.exposure_batch(run_id, created_at, expires_at, counts)
-        if len(batch.user_ids):
-            self._write_exposure(batch)
-        return len(batch.user_ids)
 
     # -- reads ------------------------------------------------------------------------------------------
 

@@ -15,9 +15,9 @@ import numpy as np
 from sqlalchemy import create_engine, event
 
 from solaris.store import validate
-from solaris.store.base import StoreReadTimeout
 from solaris.store.combine import PairIndex, TierRows
 from solaris.store.config import SqliteStoreConfig
+from solaris.store.errors import StoreReadTimeout
 from solaris.store.sql_store import SqlFeatureStore
 
 # SQLite calls the deadline check every this many VM steps: ~100 checks in a 2 ms read.

@@ -17,8 +17,13 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from solaris.store.sqlfiles import DIALECTS, statements
 
 
-def _times() -> list[Column]:
-    return [Column("created_at", BigInteger, nullable=False), Column("expires_at", BigInteger, nullable=False)]
+def _stamp() -> list[Column]:
+    """The columns every row of one write batch shares (:class:`~solaris.store.validate.Stamp`), in table order."""
+    return [
+        Column("created_at", BigInteger, nullable=False),
+        Column("expires_at", BigInteger, nullable=False),
+        Column("run_id", Text, nullable=False),
+    ]
 
 
 def build_metadata(dialect: str) -> MetaData:
@@ -57,8 +62,7 @@ def build_metadata(dialect: str) -> MetaData:
         Column("vector", LargeBinary, nullable=False),
         Column("pair_count", Integer, nullable=False),
         Column("window_hours", Integer, nullable=False),
-        *_times(),
-        Column("run_id", Text, nullable=False),
+        *_stamp(),
     )
     neighbours = Table(
         "user_neighbours",
@@ -67,8 +71,7 @@ def build_metadata(dialect: str) -> MetaData:
         Column("user_id", BigInteger, primary_key=True, autoincrement=False),
         Column("neighbour_id", BigInteger, primary_key=True, autoincrement=False),
         Column("similarity", REAL, nullable=False),
-        *_times(),
-        Column("run_id", Text, nullable=False),
+        *_stamp(),
     )
     # The A2A tier's item lists, one row per item: its similar items as little-endian int32 ids, then their
     # float32 similarities (k of each, padded with id -1). A read fetches the requested items' rows by key and
@@ -79,8 +82,7 @@ def build_metadata(dialect: str) -> MetaData:
         Column("version_id", Text, primary_key=True),
         Column("item_id", BigInteger, primary_key=True, autoincrement=False),
         Column("neighbours", LargeBinary, nullable=False),
-        *_times(),
-        Column("run_id", Text, nullable=False),
+        *_stamp(),
     )
     # Each version's item lists carry a generation, moved in the transaction of every write of its lists and
     # of every expiry that deletes lists: the lists change once an hour, so a reader holds a version's lists in
@@ -101,8 +103,7 @@ def build_metadata(dialect: str) -> MetaData:
         Column("user_id", BigInteger, primary_key=True, autoincrement=False),
         Column("counts", LargeBinary, nullable=False),
         Column("item_count", Integer, nullable=False),
-        *_times(),
-        Column("run_id", Text, nullable=False),
+        *_stamp(),
     )
     for table in (pairs, aggregates, neighbours, items, exposure):
         Index(f"{table.name}_expires_at", table.c.expires_at)

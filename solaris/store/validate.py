@@ -11,8 +11,8 @@ from datetime import datetime
 import numpy as np
 
 from solaris.data.idmap import UNKNOWN
-from solaris.store.base import StoreError
 from solaris.store.codec import EXPOSURE_WIDTH, encode_exposure, encode_vectors, to_micros
+from solaris.store.errors import StoreError
 from solaris.store.records import EmbeddingVersion, ExposureCounts
 
 

@@ -15,6 +15,8 @@ from solaris.store.records import ExposureCounts
 
 US = HOUR / 3_600_000_000
 T = T0 + 3 * HOUR
+# Each table gets the same two rows, so each table's figures are the same.
+TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours", "exposure_counts")
 
 
 def write_at_boundary(store: FeatureStore, version: str, at: datetime = T) -> None:
@@ -37,13 +39,8 @@ def write_at_boundary(store: FeatureStore, version: str, at: datetime = T) -> No
 def test_a_row_expiring_at_t_is_not_counted_fresh_at_t(store: FeatureStore, version: str) -> None:
     write_at_boundary(store, version)
     at_t = store.stats(version, T)
-    assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in at_t.items()} == {
-        "pair_embeddings": (2, 1, 1),
-        "user_aggregates": (2, 1, 1),
-        "user_neighbours": (2, 1, 1),
-        "item_neighbours": (2, 1, 1),
-        "exposure_counts": (2, 1, 1),
-    }
+    figures = {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in at_t.items()}
+    assert figures == dict.fromkeys(TABLES, (2, 1, 1)), figures
     assert at_t["pair_embeddings"].fresh_share == 0.5
 
 
@@ -51,22 +48,10 @@ def test_both_rows_are_fresh_a_microsecond_before_and_none_a_microsecond_after(
     store: FeatureStore, version: str
 ) -> None:
     write_at_boundary(store, version)
-    before = store.stats(version, T - US)
-    assert {name: (s.fresh, s.expiring_within_hour) for name, s in before.items()} == {
-        "pair_embeddings": (2, 2),
-        "user_aggregates": (2, 2),
-        "user_neighbours": (2, 2),
-        "item_neighbours": (2, 2),
-        "exposure_counts": (2, 2),
-    }
-    after = store.stats(version, T + US)
-    assert {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in after.items()} == {
-        "pair_embeddings": (2, 0, 0),
-        "user_aggregates": (2, 0, 0),
-        "user_neighbours": (2, 0, 0),
-        "item_neighbours": (2, 0, 0),
-        "exposure_counts": (2, 0, 0),
-    }
+    before = {name: (s.fresh, s.expiring_within_hour) for name, s in store.stats(version, T - US).items()}
+    assert before == dict.fromkeys(TABLES, (2, 2)), before
+    after = {name: (s.rows, s.fresh, s.expiring_within_hour) for name, s in store.stats(version, T + US).items()}
+    assert after == dict.fromkeys(TABLES, (2, 0, 0)), after
 
 
 def test_stats_agree_with_what_a_read_at_t_sees(store: FeatureStore, version: str) -> None:
@@ -88,4 +73,4 @@ def test_expire_at_t_deletes_the_row_expiring_at_t_and_keeps_the_one_fresh_a_mic
 
     after = store.stats(version, at)
     kept = {name: (s.rows, s.fresh) for name, s in after.items()}
-    assert kept == {name: (1, 1) for name in after}, kept  # the one row left is the one still fresh at ``at``
+    assert kept == dict.fromkeys(TABLES, (1, 1)), kept  # the one row left is the one still fresh at ``at``

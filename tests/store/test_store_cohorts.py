@@ -9,8 +9,8 @@ from store_helpers import DIM, HOUR, T0, vecs
 
 from solaris import exposure
 from solaris.store import FeatureStore, StoreError
-from solaris.store.base import StoreReadTimeout
 from solaris.store.cohorts import prototype_ids
+from solaris.store.errors import StoreReadTimeout
 from solaris.store.records import ExposureCounts
 
 W = len(exposure.WINDOWS_H)
