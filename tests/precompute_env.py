@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 import mlflow
 from mlflow import MlflowClient
 from solaris.config import Settings
+from solaris.data.eventlog import EventLog
 from solaris.models.features import fm_matrix
 from solaris.precompute.run import run_hour
 from solaris.store import FeatureStore, open_store
@@ -67,7 +68,9 @@ def store_rows(store: FeatureStore, sql: str) -> list[tuple]:
 
 
 def run_succeeded_hour(settings: Settings, hour: datetime, params: dict[str, object]) -> tuple[dict, RunRecord]:
-    """``run_hour`` at ``hour`` (its clock too) and its run record, which must say succeeded."""
+    """``run_hour`` at ``hour`` (its clock too) and its run record, which must say succeeded; ``hour`` has a day
+    of the world's history before it, so that every tier has something to read."""
+    assert hour - EventLog(settings.world_dir()).start >= timedelta(hours=24)
     done = run_hour(settings, hour, params, clock=lambda: hour)
     with open_store(settings.store_url) as store:
         record = store.get_run(done["run_key"])

@@ -342,30 +342,11 @@ def import_source(
 
 
 def import_file(
-    path: Path,
-    target: Path,
-    mapping: ColumnMapping,
-    *,
-    fmt: str | None = None,
-    name: str | None = None,
-    on_duplicate: str = "drop",
-    time_scale: float = 1.0,
-    session_gap_minutes: float | None = None,
-    overwrite: bool = False,
+    path: Path, target: Path, mapping: ColumnMapping, *, fmt: str | None = None, **options: Any
 ) -> EventLog:
-    """Import a CSV or Parquet log (format from ``fmt``, else from the file's suffix)."""
+    """Import a CSV or Parquet log (format from ``fmt``, else from the file's suffix); ``options`` are
+    :func:`import_source`'s keywords (name, on_duplicate, time_scale, session_gap_minutes, overwrite)."""
     if fmt is not None and fmt not in FORMATS:
         raise LogImportError(f"format {fmt!r}: choose one of {', '.join(FORMATS)}")
     source = read_source(Path(path), mapping.columns(), fmt)
-    origin = str(Path(path).resolve())
-    return import_source(
-        source,
-        target,
-        mapping,
-        origin=origin,
-        name=name,
-        on_duplicate=on_duplicate,
-        time_scale=time_scale,
-        session_gap_minutes=session_gap_minutes,
-        overwrite=overwrite,
-    )
+    return import_source(source, target, mapping, origin=str(Path(path).resolve()), **options)

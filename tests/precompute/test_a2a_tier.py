@@ -16,20 +16,19 @@ from solaris.store.codec import decode_lists
 
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu", "a2a_k": 5}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
+READ_AT = HOUR + timedelta(minutes=30)  # the store is read half way through the hour the run served
 
 
 def test_a_user_is_served_its_codes_for_similar_items(run_settings: Settings) -> None:
     log = EventLog(run_settings.world_dir())
-    assert log.start + timedelta(hours=30) == HOUR
     done, record = run_succeeded_hour(run_settings, HOUR, PARAMS)
-    t = HOUR + timedelta(minutes=30)
     with open_store(run_settings.store_url) as store:
         listed = store_rows(store, "SELECT item_id, neighbours FROM item_neighbours")
         pairs = store_rows(store, "SELECT user_id, item_id FROM pair_embeddings")
         users = np.unique([u for u, _ in pairs])[:40]
         items = np.arange(log.items().num_rows, dtype=np.int64)
         read = store.read_tiers_batch(
-            record.embedding_version, np.repeat(users, len(items)), np.tile(items, len(users)), t
+            record.embedding_version, np.repeat(users, len(items)), np.tile(items, len(users)), READ_AT
         )
 
     slots = [len(b) // 8 for _, b in listed]

@@ -15,6 +15,7 @@ from solaris.store import FeatureStore, open_store
 
 PARAMS = {"shards": 1, "batch_size": 2048, "device": "cpu"}
 HOUR = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(hours=30)  # the tiny world's start + a day of history
+READ_AT = HOUR + timedelta(minutes=30)  # the store is read half way through the hour the run served
 
 
 def _user_ids(store: FeatureStore, sql: str) -> set[int]:
@@ -31,9 +32,7 @@ def _never_requested(log: EventLog, before: datetime) -> set[int]:
 
 def test_an_active_user_without_an_aggregate_is_served_by_its_neighbours(run_settings: Settings) -> None:
     log = EventLog(run_settings.world_dir())
-    assert log.start + timedelta(hours=30) == HOUR
     done, record = run_succeeded_hour(run_settings, HOUR, PARAMS)
-    t = HOUR + timedelta(minutes=30)
     with open_store(run_settings.store_url) as store:
         with_row = _user_ids(store, "SELECT DISTINCT user_id FROM user_neighbours")
         cold = np.array(sorted(with_row - _user_ids(store, "SELECT user_id FROM user_aggregates")), np.int64)
@@ -41,7 +40,7 @@ def test_an_active_user_without_an_aggregate_is_served_by_its_neighbours(run_set
         with_pairs = _user_ids(store, "SELECT DISTINCT user_id FROM pair_embeddings")
         items = np.arange(log.items().num_rows, dtype=np.int64)
         users = np.repeat(cold, len(items))
-        read = store.read_tiers_batch(record.embedding_version, users, np.tile(items, len(cold)), t)
+        read = store.read_tiers_batch(record.embedding_version, users, np.tile(items, len(cold)), READ_AT)
 
     # New users who have not requested yet are the bulk of the rows no other tier covers.
     assert set(cold) & _never_requested(log, HOUR)
