@@ -30,11 +30,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pendulum
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from solaris.assets import VM_CHAMPION
+from solaris.dag_defaults import DAG_DEFAULTS
 from solaris.live.timetable import live_or
 from solaris.precompute.params import FORM, airflow_param
 from solaris.precompute.pipeline import PRECOMPUTE, Step
@@ -77,9 +77,7 @@ def _step_task(step: Step) -> Callable[..., Any]:
 @dag(
     dag_id="solaris_precompute",
     schedule=live_or(1, "@hourly"),
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
+    **DAG_DEFAULTS,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
     tags=["solaris", "precompute", "feature-store"],
     doc_md=__doc__ + "\nSteps, in order: " + " → ".join(f"**{step.name}**" for step in PRECOMPUTE.steps) + ".\n",

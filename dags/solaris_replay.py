@@ -20,9 +20,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import pendulum
 from airflow.sdk import Param, dag, task
 
+from solaris.dag_defaults import DAG_DEFAULTS
 from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, REPLAY_KNOBS
 from solaris.precompute.params import airflow_param
 
@@ -44,9 +44,7 @@ def _request(params: dict[str, Any]) -> Any:
 @dag(
     dag_id="solaris_replay",
     schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
+    **DAG_DEFAULTS,
     default_args={"retries": 1, "retry_delay": timedelta(minutes=1)},  # a retried seed starts afresh
     tags=["solaris", "evaluation"],
     doc_md=__doc__,

@@ -26,11 +26,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import pendulum
 from airflow.sdk import Param, dag, task
 
 from solaris.assets import AE_CHAMPION, FM_CHAMPION, VM_CHAMPION
 from solaris.config import Settings
+from solaris.dag_defaults import DAG_DEFAULTS
 from solaris.live.timetable import live_or
 from solaris.precompute.params import airflow_param
 from solaris.training_knobs import EPOCHS, MAX_EPOCHS
@@ -58,9 +58,7 @@ def _skip_unless_chain(params: dict[str, Any]) -> None:
 @dag(
     dag_id="solaris_train",
     schedule=live_or(24, "@daily"),
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
+    **DAG_DEFAULTS,
     default_args={"retries": 1, "retry_delay": timedelta(minutes=5)},
     tags=["solaris", "training", "mlflow"],
     doc_md=__doc__,

@@ -21,6 +21,7 @@ LIGHT_SOLARIS = {
     "solaris",
     "solaris.config",
     "solaris.airflow_env",
+    "solaris.dag_defaults",
     "solaris.assets",
     "solaris.precompute",
     "solaris.precompute.params",
