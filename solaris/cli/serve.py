@@ -38,6 +38,7 @@ def run_service(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
     from solaris.serving.app import CONFIG_ENV, ServiceConfig
     from solaris.serving.metrics import MULTIPROCESS_DIR_ENV
+    from solaris.store import open_configured_store
 
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -51,6 +52,8 @@ def run_service(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         served_log_dir=None if args.no_served_log else settings.served_root,
     )
+    with open_configured_store(settings, init=True):
+        pass  # a store with no tables yet gets them: the ranker serves tier none until the first precompute
     os.environ[CONFIG_ENV] = config.to_json()
     if args.workers > 1:  # the workers' metrics, merged by whichever answers /metrics; a fresh set per start
         metrics_dir = settings.data_dir / "serve-metrics"

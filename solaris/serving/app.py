@@ -10,7 +10,10 @@ JSON whatever it was (NaN, 1e400, a lone surrogate); a body over ``max_body_byte
 parsed. /metrics counts every answer by endpoint and status code, the 413s and 500s included.
 
 Unknown users and items are valid: they take the cold path (the VM's learned defaults, tier none). A store
-failure is never an error for the caller: the answer comes with tier none and ``store`` saying why.
+failure is never an error for the caller: the answer comes with tier none and ``store`` saying why. A store
+that does not hold the champion's embedding version yet (a new stack) is one too: /readyz says ``degraded``
+with the reason, /metrics sets ``solaris_ranker_degraded``, and the poll upgrades the VM once the version
+appears. Only a store that holds the version with another dimension or dtype refuses the champion.
 
 Ids are those of the world served (``SOLARIS_WORLD``): an imported world's raw ids (text or any int64, mapped
 to dense ids through its id map, loaded once at start; one the map lacks is unknown), else a generated world's
@@ -36,11 +39,12 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from solaris.config import Settings
 from solaris.data.idmap import IdMaps
+from solaris.embedding_version import parse_embedding_version
 from solaris.logs import configure_logging
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.guards import MAX_BODY_BYTES, BodyLimit, ResponseCounter, validation_failed
 from solaris.serving.metrics import RankerMetrics
-from solaris.serving.ranker import NotReady, Ranker
+from solaris.serving.ranker import VERSION_MISSING, NotReady, Ranker
 from solaris.serving.schema import RankResponse, rank_request_model
 from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import FeatureStore, StoreError
@@ -119,8 +123,14 @@ class Service:
     def start(self) -> None:
         for watcher in self.watchers.values():
             watcher.refresh(wait=True)
-        if self.watchers:
-            self._poller.start()
+        self.check_stores()
+        self._poller.start()
+
+    def check_stores(self) -> None:
+        """Each ranker asks the store for its served embedding version; the degraded gauge follows."""
+        for vm, ranker in self.rankers.items():
+            ranker.check_store()
+            self.metrics.degraded.labels(vm, VERSION_MISSING).set(ranker.degraded is not None)
 
     def _poll(self, seconds: float) -> None:
         wait, ready = seconds, True
@@ -129,10 +139,13 @@ class Service:
             if self._stop.wait(wait):
                 return
             for watcher in self.watchers.values():
-                watcher.refresh()
+                watcher.refresh(wait=True)
+            self.check_stores()
 
     def _serving_all(self) -> bool:
-        return all(watcher.current is not None for watcher in self.watchers.values())
+        """Every VM has a champion and reads the store: otherwise the poll looks again soon."""
+        loaded = all(watcher.current is not None for watcher in self.watchers.values())
+        return loaded and not any(ranker.degraded for ranker in self.rankers.values())
 
     def stop(self) -> None:
         self._stop.set()
@@ -180,23 +193,27 @@ def build_service(
             )
         if isinstance(source, ChampionWatcher):
             source.on_failure = lambda stage, vm=vm: metrics.champion_failures.labels(vm, stage).inc()
-            source.check = functools.partial(_held_by, store)
+            source.check = functools.partial(_fits_store, store)
         rankers[vm] = Ranker(store, source, log, store_timeout_s=config.store_timeout_ms / 1000, metrics=metrics)
     watchers = {vm: source for vm, source in models.items() if isinstance(source, ChampionWatcher)}
     return Service(rankers, watchers, config.poll_seconds, ids)
 
 
-def _held_by(store: FeatureStore, model: ServingModel) -> None:
-    """Refuse a VM whose embedding version the store does not hold: it would be served tier none for ever."""
+def _fits_store(store: FeatureStore, model: ServingModel) -> None:
+    """Refuse a VM whose embedding version the store holds with another dimension or dtype: its codes would be
+    read into the wrong shape. A version the store lacks is served tier none until it appears
+    (:meth:`Ranker.check_store`)."""
     version = model.pinned.embedding_version
     try:
-        store.get_embedding_version(version)
-    except StoreError as exc:
+        held = store.get_embedding_version(version)
+    except StoreError:
+        return
+    expected = parse_embedding_version(version)
+    if (held.dim, held.dtype) != (expected.dim, expected.dtype):
         raise ValueError(
-            f"{model.pinned.vm_model} version {model.pinned.vm} reads embedding version {version}, which the feature"
-            f" store does not hold ({exc}): train it on the champion FM and AE (solaris train vm --vm"
-            f" {model.pinned.vm_name})"
-        ) from None
+            f"{model.pinned.vm_model} version {model.pinned.vm} reads embedding version {version} as dim"
+            f" {expected.dim} {expected.dtype}, but the feature store holds it as dim {held.dim} {held.dtype}"
+        )
 
 
 def _served_log_failed(metrics: RankerMetrics, error: str) -> None:
@@ -289,7 +306,8 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
 
     @app.get("/readyz", responses={503: {"description": "some VM has no champion loaded yet"}})
     def readyz() -> dict[str, object]:
-        """Ready when every VM serves a champion; the lead's versions at the top level, every VM's under ``vms``."""
+        """Ready when every VM serves a champion, ``degraded`` (still 200) where one serves tier none for a reason
+        named under ``degraded``; the lead's versions at the top level, every VM's under ``vms``."""
         serving, waiting = {}, []
         for vm, ranker in service.rankers.items():
             try:
@@ -303,7 +321,9 @@ def create_app(service: Service, config: ServiceConfig) -> FastAPI:
             serving[vm] = {"vm_version": model.pinned.vm, "embedding_version": model.pinned.embedding_version}
         if waiting:
             raise HTTPException(503, "; ".join(waiting))
-        return {"status": "ready", **serving[service.vms[0]], "vms": serving}
+        degraded = {vm: ranker.degraded for vm, ranker in service.rankers.items() if ranker.degraded}
+        status = "degraded" if degraded else "ready"
+        return {"status": status, **serving[service.vms[0]], "vms": serving, "degraded": degraded}
 
     @app.get("/metrics", response_class=Response)
     def metrics() -> Response:

@@ -19,7 +19,7 @@ from solaris.enrichment.tiers import TIER_NAMES
 
 # Fine below 20 ms, where the serving targets are.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1.0)
-STORE_FAILURES = ("error", "timeout", "overloaded")
+STORE_FAILURES = ("error", "timeout", "overloaded", "version_missing")
 CHAMPION_FAILURES = ("resolve", "load")
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client when it is first imported
 
@@ -43,7 +43,7 @@ class RankerMetrics:
         )
         self.store_failures = Counter(
             "solaris_store_failures",
-            "Store reads answered with tier none, per VM",
+            "Requests answered with tier none for the store, per VM and why (version_missing: no read was made)",
             ["vm", "kind"],
             registry=self.registry,
         )
@@ -75,6 +75,14 @@ class RankerMetrics:
             registry=self.registry,
             multiprocess_mode="max",  # 1 while any worker still serves it
         )
+        self.degraded = Gauge(
+            "solaris_ranker_degraded",
+            "1 while a VM serves every candidate tier none, by reason: version_missing (the store does not hold"
+            " its embedding version: no precompute has written it yet)",
+            ["vm", "reason"],
+            registry=self.registry,
+            multiprocess_mode="livemax",  # 1 while any live worker is degraded
+        )
         self._serving: dict[str, tuple[str, str]] = {}
         for vm in vms:
             for tier in TIER_NAMES:
@@ -83,6 +91,7 @@ class RankerMetrics:
                 self.store_failures.labels(vm, kind)
             for stage in CHAMPION_FAILURES:
                 self.champion_failures.labels(vm, stage)
+            self.degraded.labels(vm, "version_missing")
 
     def serving(self, vm: str, vm_version: str, embedding_version: str) -> None:
         if self._serving.get(vm, (vm_version, embedding_version)) != (vm_version, embedding_version):

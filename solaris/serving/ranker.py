@@ -1,6 +1,9 @@
 """The in-process ranker: one batched store read for all tiers, one VM forward pass, tier per candidate.
 
-The store is a dependency that may fail or stall; the ranker's answer must not. With a timeout set, the read
+The store is a dependency that may fail, stall or not hold the served version yet; the ranker's answer must not.
+A store without the served VM's embedding version (a new stack before its first precompute, a store re-created)
+is the paper's fallback for every candidate: tier none, no read, ``store`` saying ``version_missing`` until
+:meth:`Ranker.check_store` finds the version. With a timeout set, the read
 runs on a small pool and a read that errors, overruns the timeout or finds the pool saturated is answered
 as tier none (and counted). The next request tries the store again, so serving recovers by itself.
 
@@ -29,8 +32,10 @@ from solaris.serving.metrics import RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
 from solaris.store.base import FeatureStore
 from solaris.store.codec import to_micros
-from solaris.store.errors import StoreReadTimeout
+from solaris.store.errors import StoreError, StoreReadTimeout
 from solaris.store.records import TierBatchRead
+
+VERSION_MISSING = "version_missing"  # the answer's ``store`` while the store lacks the served embedding version
 
 
 class NotReady(RuntimeError):
@@ -72,6 +77,35 @@ class Ranker:
         self.store_timeout_s = store_timeout_s
         self._pool = ThreadPoolExecutor(read_workers, thread_name_prefix="store-read")  # threads start on first use
         self._read_slots = threading.BoundedSemaphore(2 * read_workers)
+        self._missing_version: str | None = None  # the store lacked it at the last check_store
+
+    def check_store(self) -> None:
+        """Ask the store whether it holds the served embedding version. The service calls it at each poll, so
+        a ranker degraded to tier none upgrades by itself once a precompute writes the version. A store that
+        cannot answer leaves the state as it was: its reads then fail, and are counted, on their own."""
+        try:
+            version = self.model.pinned.embedding_version
+        except NotReady:
+            return
+        try:
+            self.store.get_embedding_version(version)
+        except StoreError:
+            self._missing_version = version
+            return
+        except Exception:
+            return
+        self._missing_version = None
+
+    @property
+    def degraded(self) -> str | None:
+        """Why every candidate is served tier none without a read, or None."""
+        current = self._models.current if isinstance(self._models, ChampionWatcher) else self._models
+        if current is None or current.pinned.embedding_version != self._missing_version:
+            return None
+        return (
+            f"embedding version {self._missing_version} is not in the feature store yet: every candidate is served"
+            " tier none until a precompute writes it"
+        )
 
     @property
     def model(self) -> ServingModel:
@@ -122,7 +156,9 @@ class Ranker:
         requests at once, with ``t`` their latest time, so no row expired at any of them is read)."""
         started = time.perf_counter()
         model = self.model  # one reference for the whole batch: VM and embedding version stay together
-        if self.store_timeout_s is None:
+        if model.pinned.embedding_version == self._missing_version:
+            read, failure = None, VERSION_MISSING
+        elif self.store_timeout_s is None:
             version, cohorts = model.pinned.embedding_version, model.cohorts(user_ids)
             read, failure = self.store.read_tiers_batch(version, user_ids, item_ids, t, cohorts=cohorts), None
         elif self.store.local_reads:
@@ -143,7 +179,7 @@ class Ranker:
     ) -> Served:
         """``serve`` for an event loop: a network store is read on the pool (with or without a timeout) and
         awaited; a local store's read has nothing to await and runs as in ``serve``."""
-        if self.store.local_reads:
+        if self.store.local_reads or self.degraded is not None:
             return self.serve(user_ids, item_ids, ts_us, positions, t, request_ids)
         started = time.perf_counter()
         model = self.model

@@ -8,6 +8,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 from solaris.data.idmap import MAX_RAW_ID_CHARS, canonical_id
 from solaris.enrichment.tiers import TIER_NAMES
 from solaris.models.features import MAX_EXACT_ID
+from solaris.serving.metrics import STORE_FAILURES
 
 
 def _json_integer(value: object) -> object:
@@ -51,7 +52,10 @@ class RankResponse(BaseModel):
         description="the VM's label probability (click, conversion) per item, in the request's order"
     )
     tiers: list[Literal[TIER_NAMES]] = Field(description="the tier that fed each item")  # type: ignore[valid-type]
-    store: Literal["ok", "error", "timeout", "overloaded"]
+    store: Literal[("ok", *STORE_FAILURES)] = Field(  # type: ignore[valid-type]
+        description="ok, or why every item was served tier none: the store erred, timed out, was overloaded, or"
+        " does not hold the VM's embedding version yet (version_missing)"
+    )
 
 
 def rank_request_model(max_candidates: int, vms: tuple[str, ...], raw_ids: bool = False) -> type[BaseModel]:

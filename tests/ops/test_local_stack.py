@@ -33,12 +33,13 @@ CONF = {"shards": 2, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_f
 RUN_TIMEOUT_S = 420
 
 
-def ready_status(ranker_url: str) -> int:
+def readiness(ranker_url: str) -> str:
+    """/readyz's status: ``degraded`` while the store lacks the champion's embedding version, then ``ready``."""
     try:
         with urllib.request.urlopen(ranker_url + "/readyz", timeout=10) as ready:
-            return ready.status
+            return json.loads(ready.read())["status"]
     except urllib.error.HTTPError as exc:
-        return exc.code
+        return f"HTTP {exc.code}"
 
 
 @pytest.mark.integration  # 2-3 minutes of a whole stack: beside the replay, not in the default suite
@@ -74,9 +75,9 @@ def test_stack_runs_precompute_through_airflow_and_stops_clean(
         with open_store(settings.store_url) as store:
             record = store.get_run(run_key(logical.replace(minute=0)))
         assert record is not None and record.status == "succeeded" and record.counts["pairs_written"] > 0
-        # The ranker found the champion chain through the stack's MLflow server: at its next poll (30 s) once
-        # this run registered the chain's embedding version in the fresh store (the run may take less).
-        poll("the ranker ready", lambda: ready_status(state.urls["ranker"]), lambda status: status == 200, 90)
+        # The ranker found the champion chain through the stack's MLflow server and, degraded to tier none on the
+        # fresh store, upgraded at a poll once this run registered the chain's embedding version.
+        poll("the ranker ready", lambda: readiness(state.urls["ranker"]), lambda status: status == "ready", 90)
         # The Airflow plugin's JSON, served by the api-server, shows the run as the store recorded it.
         with urllib.request.urlopen(state.urls["airflow"] + "/solaris/api/health", timeout=60) as answer:
             report = json.loads(answer.read())

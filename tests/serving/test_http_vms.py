@@ -103,24 +103,28 @@ def test_moving_one_vms_champion_swaps_it_alone(
     assert f'vm="ctr",vm_version="{before["ctr"]}"}} 1.0' in metrics
 
 
-def test_a_vm_reading_an_embedding_version_the_store_lacks_is_refused_by_name(
+def test_every_vm_on_a_store_without_its_embedding_version_serves_tier_none_and_says_why(
     make_store: Callable[[], FeatureStore], registry_client: MlflowClient
 ) -> None:
-    """A store that holds no embedding version (nothing precomputed for the champions' FM and AE): each VM is
-    refused, naming its version and the one it reads, and counted as a failed load."""
+    """A store that holds no embedding version (nothing precomputed for the champions' FM and AE): each VM loads
+    its champion, is degraded naming the version it reads, and answers tier none; no load is counted failed."""
     watchers = {spec.name: ChampionWatcher(registry_client, spec.name) for spec in DEFAULT_VMS}
     with TestClient(create_app(build_service(make_store(), watchers, CONFIG), CONFIG)) as client:
         ready = client.get("/readyz")
+        answers = {spec.name: rank(client, vm=spec.name) for spec in DEFAULT_VMS}
         metrics = client.get("/metrics").text
 
-    assert ready.status_code == 503
+    assert ready.status_code == 200 and ready.json()["status"] == "degraded"
     for spec in DEFAULT_VMS:
         champion = registry.resolve_champions(registry_client, spec.name)
-        refused = f"{spec.registered_name} version {champion.vm} reads embedding version {champion.embedding_version}"
+        assert ready.json()["vms"][spec.name]["vm_version"] == champion.vm
         assert (
-            f"VM {spec.name}: loading {spec.registered_name} version {champion.vm}: {refused}" in ready.json()["detail"]
+            f"embedding version {champion.embedding_version} is not in the feature store"
+            in (ready.json()["degraded"][spec.name])
         )
-        assert f'solaris_champion_refresh_failures_total{{stage="load",vm="{spec.name}"}} 1.0' in metrics
+        assert set(answers[spec.name]["tiers"]) == {"none"} and answers[spec.name]["store"] == "version_missing"
+        assert f'solaris_champion_refresh_failures_total{{stage="load",vm="{spec.name}"}} 0.0' in metrics
+        assert f'solaris_ranker_degraded{{reason="version_missing",vm="{spec.name}"}} 1.0' in metrics
 
 
 def test_each_vm_logs_its_features_as_served_in_its_own_dataset(
