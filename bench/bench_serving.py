@@ -88,13 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--rows must be >= {ITEMS_PER_USER}, --requests >= 1 and --duration >= 0")
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     with_http = duration > 0
-    if with_http and shutil.which("hey") is None:
-        print(
-            "hey is not installed, so the HTTP part is skipped: `make bench-setup` installs it (the Debian "
-            "package `hey`), or pass --duration 0 to skip it on purpose",
-            flush=True,
+    if with_http and shutil.which("hey") is None:  # asked for, so not skipped quietly
+        parser.error(
+            "the HTTP part needs hey, which is not installed: `make bench-setup` installs it (the Debian package"
+            " `hey`), or pass --duration 0 to measure in process only"
         )
-        with_http = False
     data = Pairs.make(rows)
     results, https = {}, []
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_serving.py's HTTP load generator, hey (Debian's package), installed when missing: with apt-get as root
-# or through passwordless sudo. Where neither works it says how; the benchmark then measures in process only.
+# or through passwordless sudo. Where neither works it says how and fails: `make bench` asked for the HTTP part.
 set -u
 command -v hey >/dev/null && exit 0
 # Whether apt-get can run as root, and how: bash reads an empty array as unset, so the array alone cannot say.
@@ -17,5 +17,5 @@ if $can_install && command -v apt-get >/dev/null; then
     command -v hey >/dev/null && exit 0
 fi
 echo "hey is not installed and could not be: run 'sudo apt-get install hey' (Debian, Ubuntu) or" \
-     "'go install github.com/rakyll/hey@latest'; bench/bench_serving.py skips its HTTP part without it" >&2
-exit 0
+     "'go install github.com/rakyll/hey@latest', or measure in process only: bench/bench_serving.py --duration 0" >&2
+exit 1
