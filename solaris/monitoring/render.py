@@ -118,6 +118,7 @@ def _run(run: RunHealth) -> dict[str, Any]:
         "timings": r.timings,
         "started_at": _iso(r.started_at),
         "finished_at": _iso(r.finished_at),
+        "reason": r.reason,
         "figures": run.figures,
     }
 

@@ -173,7 +173,8 @@ def run_alerts(runs: Sequence[RunHealth], t: datetime, stale_after: timedelta) -
     r = latest.record
     if r.status == FAILED:
         ended = f", finished {_when(r.finished_at)}" if r.finished_at else ""
-        message = f"the latest precompute run {r.run_id} failed (hour {_when(r.interval_start)}{ended})"
+        why = f": {r.reason}" if r.reason else ""
+        message = f"the latest precompute run {r.run_id} failed (hour {_when(r.interval_start)}{ended}){why}"
         return [Alert(r.run_id, FAILED, message)]
     if latest.stale:
         hours = (t - r.started_at) / HOUR

@@ -32,6 +32,7 @@ from solaris.live.clock import CLOCK_ENV, REAL_TIME_HOUR_SECONDS, LiveClock
 from solaris.ops import celery_workers, health, metadata, mlflow_server, procs
 from solaris.ops.health import HEARTBEAT_SCHEME, Check
 from solaris.ops.stack_state import StackState, stack_dir, state_path, worker_data_dir
+from solaris.store import open_configured_store
 
 AIRFLOW_USER = "admin"
 AIRFLOW_COMPONENTS = {
@@ -96,7 +97,8 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     if taken:
         raise StackError(f"already in use on {config.host}: {', '.join(taken)}; choose others (--<name>-port)")
 
-    clock = live_clock(settings, config, datetime.now(UTC)) if config.live else None  # the wall clock, at the edge
+    now = datetime.now(UTC)  # the wall clock, at the edge
+    clock = live_clock(settings, config, now) if config.live else None
     metadata_url = choose_metadata_url(settings, config)
     executor = _executor_env(config, metadata_url)
     say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
@@ -104,6 +106,8 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     # Every service hands staged tables on at one location, named, not derived from its own data folder.
     served = settings.with_overrides(mlflow_tracking_uri=mlflow_url, staging_url=settings.staging_root)
     airflow = bootstrap(served, metadata_url) | _airflow_extras(config) | executor
+    if swept := close_runs_left_running(settings, now):  # the store may be an Airflow connection: after bootstrap
+        say(f"Marked failed {len(swept)} precompute run(s) the last stack left running: {', '.join(swept)}")
     if clock is not None:
         airflow[CLOCK_ENV] = clock.to_json()  # the DAGs' schedule is read where they are parsed
         # A live stack is there to watch the scheduler run: DAGs it parses first start unpaused.
@@ -136,6 +140,12 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
         path.unlink(missing_ok=True)
         raise
     return Started(state, seconds)
+
+
+def close_runs_left_running(settings: Settings, now: datetime) -> list[str]:
+    """Close the run records a stopped stack left ``running``: no precompute runs while the stack is down."""
+    with open_configured_store(settings, init=True) as store:
+        return store.sweep_unfinished_runs("the stack stopped while it ran; found by solaris stack up", now)
 
 
 def down(settings: Settings, timeout_s: float = 30.0) -> list[str]:

@@ -56,7 +56,8 @@ def resolve(
     settings: Settings, data_interval_end: datetime, params: Mapping[str, Any] | None, started_at: datetime
 ) -> Meta:
     """Pin the lead VM's @champion chain (and the demand model's, for the budget selector) once for the whole run, and
-    the chain awaiting promotion for the shadow steps; register their embedding versions, open the run record."""
+    the chain awaiting promotion for the shadow steps; register their embedding versions, mark failed the runs
+    an earlier run left ``running`` (counted as ``swept_runs``), open the run record."""
     from solaris.embedding_version import parse_embedding_version
     from solaris.tracking import registry
 
@@ -75,6 +76,9 @@ def resolve(
         with open_configured_store(settings, init=True) as store:
             for version in (pinned.embedding_version, *([shadow.embedding_version] if shadow else [])):
                 _register_version(store, version, start)
+            reason = f"its run ended before it finished (a killed task, a stopped stack); found by run {run.run_key}"
+            if swept := store.sweep_unfinished_runs(reason, started_at, keep=run.run_key):
+                meta["swept_runs"] = len(swept)
             store.start_run(run.run_key, start, end, fm, ae, pinned.vm, pinned.embedding_version, started_at)
         meta["run"] = run.as_xcom()
     return meta
@@ -251,7 +255,8 @@ def finish(
     """
     if missing := [name for name in PRECOMPUTE.names if name not in outputs]:
         raise ValueError(f"finish needs the output of step(s) {', '.join(missing)}")
-    timings, counts, figures = {"resolve": float(resolved["seconds"])}, {}, {}
+    timings, figures = {"resolve": float(resolved["seconds"])}, {}
+    counts = {"swept_runs": int(resolved["swept_runs"])} if resolved.get("swept_runs") else {}
     for step in PRECOMPUTE.steps:
         metas = list(outputs[step.name]) if step.per_shard else [outputs[step.name]]  # type: ignore[list-item]
         timings[step.name] = float(sum(m["seconds"] for m in metas))

@@ -271,6 +271,7 @@ class FeatureStore(ABC):
         counts: Mapping[str, int],
         timings: Mapping[str, float],
         finished_at: datetime,
+        reason: str | None = None,
     ) -> None:
         """Close a started run: set its final status, counts, timings and finish time, replacing any earlier ones.
 
@@ -280,6 +281,7 @@ class FeatureStore(ABC):
             counts: Named integer counts of the run (rows written, ...), stored as JSON.
             timings: Named durations in seconds, stored as JSON.
             finished_at: Timezone-aware, not before the run's ``started_at``.
+            reason: Why it failed, where known (shown with the run).
 
         Raises:
             StoreError: The status is not a final one, the run was never started, or it finishes before it began.
@@ -293,7 +295,23 @@ class FeatureStore(ABC):
             raise StoreError(f"run {run_id!r}: finished_at {finished_at.isoformat()} is before its start")
         counts = {k: int(v) for k, v in counts.items()}
         timings = {k: float(v) for k, v in timings.items()}
-        self._finish_run(replace(run, status=status, counts=counts, timings=timings, finished_at=finished_at))
+        closed = replace(run, status=status, counts=counts, timings=timings, finished_at=finished_at, reason=reason)
+        self._finish_run(closed)
+
+    def sweep_unfinished_runs(self, reason: str, finished_at: datetime, keep: str | None = None) -> list[str]:
+        """Mark failed, with ``reason``, every run still ``running`` but ``keep``; returns their ids.
+
+        A run whose process died (a killed task, a stopped stack) never closes its record. One precompute runs
+        at a time (the DAG's ``max_active_runs``), so when the next one starts, or the stack comes up, no other
+        run is still going. A run that resumes later (a retried task) restarts its record.
+        """
+        swept = [run_id for run_id in self._running_run_ids() if run_id != keep]
+        for run_id in swept:
+            run = self.get_run(run_id)
+            if run is not None and run.status == RUN_STATUSES[0]:  # one finishing meanwhile keeps its own ending
+                at = max(finished_at, run.started_at)
+                self._finish_run(replace(run, status=RUN_STATUSES[2], finished_at=at, reason=reason))
+        return swept
 
     def record_run_figures(self, run_id: str, figures: Mapping[str, float]) -> None:
         """Replace a started run's quality figures (JSON, like its counts).
@@ -325,6 +343,10 @@ class FeatureStore(ABC):
 
     @abstractmethod
     def _record_run_figures(self, run_id: str, figures: dict[str, float]) -> None: ...
+
+    @abstractmethod
+    def _running_run_ids(self) -> list[str]:
+        """The runs whose record says ``running``."""
 
     @abstractmethod
     def get_run(self, run_id: str) -> RunRecord | None:

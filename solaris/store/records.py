@@ -110,6 +110,7 @@ class RunRecord:
     # The quality figures of the hour before the run (hit rate while fresh, coverage, FM calls per covered
     # candidate, ...), as its coverage step measured them: :meth:`FeatureStore.record_run_figures`.
     figures: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None  # why it failed, where known (a swept run: :meth:`FeatureStore.sweep_unfinished_runs`)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class SqlRunRecords:
             counts=json.dumps(run.counts, sort_keys=True),
             timings=json.dumps(run.timings),
             finished_at=to_micros(run.finished_at, "finished_at"),
+            reason=run.reason,
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("finish_run"), params)
@@ -56,9 +57,13 @@ class SqlRunRecords:
         with self._reader.connect() as conn:
             return [_run_record(r) for r in self._rows(conn, "recent_runs", {"n": int(n)})]
 
+    def _running_run_ids(self) -> list[str]:
+        with self._reader.connect() as conn:
+            return [row[0] for row in self._rows(conn, "running_runs", {})]
+
 
 def _run_record(row: tuple) -> RunRecord:
-    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished, figures = row
+    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished, figures, reason = row
     return RunRecord(
         run_id,
         from_micros(start),
@@ -73,4 +78,5 @@ def _run_record(row: tuple) -> RunRecord:
         from_micros(started),
         from_micros(finished),
         json.loads(figures),
+        reason,
     )

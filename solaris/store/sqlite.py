@@ -62,12 +62,13 @@ class SqliteFeatureStore(SqlFeatureStore):
         super().__init__(engine)
 
     def init_schema(self) -> None:
-        """The DDL, then the one column a store made before it lacks (SQLite has no ADD COLUMN IF NOT EXISTS)."""
+        """The DDL, then the columns a store made before them lacks (SQLite has no ADD COLUMN IF NOT EXISTS)."""
         super().init_schema()
         with self._engine.begin() as conn:
             columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(precompute_runs)")}
-            if "figures" not in columns:
-                conn.exec_driver_sql(self._sql("add_run_figures"))
+            for column, adds_it in (("figures", "add_run_figures"), ("reason", "add_run_reason")):
+                if column not in columns:
+                    conn.exec_driver_sql(self._sql(adds_it))
 
     def _pairs_param(self, index: PairIndex) -> dict[str, Any]:
         # Users and items apart, as flat arrays: SQLite reads JSON pairs slowly (->> per element).

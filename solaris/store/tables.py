@@ -123,6 +123,7 @@ def build_metadata(dialect: str) -> MetaData:
         Column("started_at", BigInteger, nullable=False),
         Column("finished_at", BigInteger, nullable=True),
         Column("figures", Text, nullable=False),
+        Column("reason", Text, nullable=True),  # why a run failed, where the store was told
     )
     return md
 

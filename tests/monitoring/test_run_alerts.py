@@ -71,6 +71,23 @@ def test_a_run_left_running_long_ago_is_stale(health_world: HealthWorld) -> None
     assert '<td class="status-stale"' in page and ">stale</td>" in page
 
 
+def test_a_run_swept_as_failed_says_why_in_the_alert_the_json_and_the_page(health_world: HealthWorld) -> None:
+    """What the next run (or ``stack up``) leaves of a run whose process died: failed, with the reason."""
+    add_run(health_world.settings, 12, "running", started_at=T)
+    reason = "its run ended before it finished (a killed task, a stopped stack); found by run hourly__13"
+    with open_store(health_world.settings.store_url) as store:
+        assert store.sweep_unfinished_runs(reason, T + HOUR) == [run_key(12)]
+
+    status, body = _get(health_world.settings, "/api/health", T + HOUR)
+
+    assert (body["runs"][0]["status"], body["runs"][0]["reason"]) == ("failed", reason) and status == 503
+    assert body["alerts"][0]["message"].endswith(
+        f"failed (hour 2026-03-01 12:00 UTC, finished 2026-03-01 13:00 UTC): {reason}"
+    )
+    _, page = _get(health_world.settings, "/", T + HOUR)
+    assert f'<div class="small run-reason">{reason}</div>' in page
+
+
 def test_stale_starts_after_the_threshold(health_world: HealthWorld) -> None:
     from solaris.monitoring.report import STALE_AFTER, build_report
 

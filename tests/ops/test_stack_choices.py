@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -15,8 +16,9 @@ import pytest
 from solaris.config import Settings
 from solaris.ops import celery_workers, mlflow_server
 from solaris.ops.health import free_ports
-from solaris.ops.stack import StackConfig, StackError, choose_metadata_url, up
+from solaris.ops.stack import StackConfig, StackError, choose_metadata_url, close_runs_left_running, up
 from solaris.ops.stack_state import state_path
+from solaris.store import open_configured_store
 
 SOLARIS = Path(sys.executable).with_name("solaris")
 
@@ -140,3 +142,21 @@ def test_each_worker_names_itself_to_the_tasks_it_runs(monkeypatch: pytest.Monke
     assert celery_workers.task_hostname() == "gpu@host"
     monkeypatch.delenv(celery_workers.WORKER_NAME_ENV)
     assert celery_workers.task_hostname() == socket.getfqdn()
+
+
+def test_stack_up_closes_the_runs_the_last_stack_left_running(settings: Settings) -> None:
+    """No precompute runs while the stack is down: a record still ``running`` belongs to a run it stopped."""
+    start = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    with open_configured_store(settings, init=True) as store:
+        version = store.register_embedding_version("1", "1", 8, created_at=start)
+        for key, hour in (("killed", 0), ("done", 1)):
+            begin = start + timedelta(hours=hour)
+            store.start_run(key, begin, begin + timedelta(hours=1), "1", "1", "2", version, begin)
+        store.finish_run("done", "succeeded", {}, {}, start + timedelta(hours=2))
+
+    assert close_runs_left_running(settings, start + timedelta(hours=3)) == ["killed"]
+    with open_configured_store(settings) as store:
+        killed, done = store.get_run("killed"), store.get_run("done")
+    assert killed is not None and killed.status == "failed" and "solaris stack up" in (killed.reason or "")
+    assert done is not None and done.status == "succeeded"
+    assert close_runs_left_running(settings, start + timedelta(hours=4)) == []

@@ -51,7 +51,7 @@ OLD_RUNS = """CREATE TABLE precompute_runs (
 )"""
 
 
-def test_a_sqlite_store_made_before_figures_gains_the_column(tmp_path: Path) -> None:
+def test_a_sqlite_store_made_before_figures_and_reasons_gains_the_columns(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:
         conn.execute(OLD_RUNS)
@@ -62,11 +62,11 @@ def test_a_sqlite_store_made_before_figures_gains_the_column(tmp_path: Path) -> 
     for _ in range(2):  # opening it again finds the column there
         with open_store(SqliteStoreConfig(path), init=True) as store:
             old = store.get_run("old")
-            assert old is not None and old.counts == {"pairs": 1} and old.figures == {}
+            assert old is not None and old.counts == {"pairs": 1} and old.figures == {} and old.reason is None
 
 
 @pytest.mark.postgres
-def test_a_postgresql_store_made_before_figures_gains_the_column(pg_url: str) -> None:
+def test_a_postgresql_store_made_before_figures_and_reasons_gains_the_columns(pg_url: str) -> None:
     import uuid
 
     import sqlalchemy as sa
@@ -86,7 +86,7 @@ def test_a_postgresql_store_made_before_figures_gains_the_column(pg_url: str) ->
         for _ in range(2):
             with open_store(PostgresStoreConfig(pg_url, schema=schema), init=True) as store:
                 old = store.get_run("old")
-                assert old is not None and old.figures == {}
+                assert old is not None and old.figures == {} and old.reason is None
     finally:
         with engine.begin() as conn:
             conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -5,3 +5,5 @@ SELECT DISTINCT version_id, 1 FROM item_neighbours WHERE true
 ON CONFLICT (version_id) DO NOTHING;
 -- A store made before run records kept their quality figures gains the column.
 ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS figures TEXT NOT NULL DEFAULT '{}';
+-- A store made before failed runs said why gains the column.
+ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS reason TEXT;

@@ -13,4 +13,5 @@ ON CONFLICT (run_id) DO UPDATE SET
     counts = '{}',
     timings = '{}',
     started_at = excluded.started_at,
-    finished_at = NULL
+    finished_at = NULL,
+    reason = NULL
