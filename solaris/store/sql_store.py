@@ -34,6 +34,11 @@ from solaris.store.tables import schema_statements
 EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours", "exposure_counts")
 
 
+def _table_stats(row: tuple) -> TableStats:
+    n, fresh, oldest, newest, soon = row
+    return TableStats(int(n), int(fresh), from_micros(oldest), from_micros(newest), int(soon))
+
+
 def version_id(fm_version: str, ae_version: str, dim: int, dtype: str) -> str:
     """The store's id for an embedding version; a malformed part is a :class:`StoreError` naming it."""
     try:
@@ -186,10 +191,8 @@ class SqlFeatureStore(SqlRunRecords, FeatureStore):
         tm = to_micros(t, "t")
         with self._reader.connect() as conn:
             rows = self._rows(conn, "stats", {"version": version, "t": tm, "horizon": tm + MICROS_PER_HOUR})
-        return {
-            name: TableStats(int(n), int(fresh), from_micros(oldest), from_micros(newest), int(soon))
-            for name, n, fresh, oldest, newest, soon in rows
-        }
+        found = {row[0]: row[1:] for row in rows}  # a table with no rows has no row here
+        return {name: _table_stats(found.get(name, (0, 0, None, None, 0))) for name in EXPIRING_TABLES}
 
     # -- expiry ---------------------------------------------------------------------------------------
 
