@@ -63,6 +63,7 @@ def _initialised_store() -> Iterator[FeatureStore]:
     settings = get_settings()
     try:
         with open_configured_store(settings) as store:
+            store.check_initialised()
             yield store
     except DBAPIError as exc:
         where = settings.store_conn_id or make_url(settings.store_url).render_as_string(hide_password=True)

@@ -23,6 +23,7 @@ from mlflow import MlflowClient
 from solaris.enrichment.tiers import FED_BY
 from solaris.precompute.summary import COVERAGE, EXPERIMENT
 from solaris.store.base import FeatureStore
+from solaris.store.errors import StoreError
 from solaris.store.records import RunRecord, TableStats
 from solaris.tracking.registry import PinnedVersions, resolve_champions
 
@@ -143,13 +144,14 @@ def build_report(
     if client is not None:
         champions = _guard(problems, MLFLOW, lambda: [VMChampion(vm, *_champion(client, vm)) for vm in vms], [])
     champion, note = (champions[0].chain, champions[0].note) if champions else (None, None)
-    records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), [])
+    initialised = _guard(problems, STORE, lambda: store.check_initialised() or True, False)
+    records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), []) if initialised else []
     figures = {}
     if client is not None and records:
         figures = _guard(problems, MLFLOW, lambda: run_figures(client, [r.run_id for r in records]), {})
     runs = [RunHealth(r, figures.get(r.run_id, {}), is_stale(r, t, stale_after)) for r in records]
     names = _versions(champion, records)
-    stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {})
+    stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {}) if initialised else {}
     versions = [VersionHealth(v, champion is not None and v == champion.embedding_version, stats[v]) for v in stats]
     coverage = coverage_by_hour(runs, t, hours)
     alerts = run_alerts(runs, t, stale_after)
@@ -244,12 +246,14 @@ def _guard(problems: list[Problem], source: str, read: Callable[[], T], fallback
     try:
         return read()
     except Exception as exc:  # any driver or client error: the page names it instead of failing
-        log.warning("SOLARIS report: reading the %s failed", source, exc_info=True)
+        log.warning("SOLARIS report: reading the %s failed", source, exc_info=not isinstance(exc, StoreError))
         problems.append(problem(source, exc))
         return fallback
 
 
 def problem(source: str, exc: Exception) -> Problem:
-    """The exception's type and first line (driver errors go on with the SQL and a link)."""
+    """The exception's type and first line (driver errors go on with the SQL and a link); ours, its message."""
     lines = str(exc).strip().splitlines()
+    if isinstance(exc, StoreError):
+        return Problem(source, lines[0])
     return Problem(source, f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)

@@ -21,7 +21,7 @@ import numpy as np
 
 from solaris.store import validate
 from solaris.store.codec import encode_lists, to_micros
-from solaris.store.errors import StoreError
+from solaris.store.errors import StoreError, StoreNotInitialised
 from solaris.store.records import (
     RUN_STATUSES,
     EmbeddingVersion,
@@ -67,6 +67,18 @@ class FeatureStore(ABC):
         self, fm_version: str, ae_version: str, dim: int, dtype: str = "float16", *, created_at: datetime
     ) -> str:
         """Register (idempotently) the version made by this FM and AE; returns its deterministic id."""
+
+    @abstractmethod
+    def initialised(self) -> bool:
+        """Whether the store's tables exist (``open_store(..., init=True)``, ``solaris store init`` create them)."""
+
+    def check_initialised(self) -> None:
+        """:class:`StoreNotInitialised`, naming the command that creates the tables, where they do not exist: a
+        reader of an empty database should not meet the driver's "no such table"."""
+        if not self.initialised():
+            raise StoreNotInitialised(
+                "the feature store has no tables yet: `solaris store init` creates them (so does the first precompute)"
+            )
 
     @abstractmethod
     def get_embedding_version(self, version_id: str) -> EmbeddingVersion:

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, inspect
 
 from solaris.embedding_version import embedding_version
 from solaris.store import validate
@@ -29,7 +29,7 @@ from solaris.store.readers import ReaderConnections
 from solaris.store.records import EmbeddingVersion, TableStats, TierBatchRead
 from solaris.store.sql_runs import SqlRunRecords
 from solaris.store.sqlfiles import load_sql
-from solaris.store.tables import schema_statements
+from solaris.store.tables import build_metadata, schema_statements
 
 EXPIRING_TABLES = ("pair_embeddings", "user_aggregates", "user_neighbours", "item_neighbours", "exposure_counts")
 
@@ -99,6 +99,11 @@ class SqlFeatureStore(SqlRunRecords, FeatureStore):
         with self._engine.begin() as conn:
             for statement in schema_statements(self._engine.dialect):
                 conn.exec_driver_sql(statement)
+
+    def initialised(self) -> bool:
+        with self._engine.connect() as conn:  # the default schema: PostgreSQL's search_path names the store's
+            present = set(inspect(conn).get_table_names())
+        return set(build_metadata(self._engine.dialect.name).tables) <= present
 
     def close(self) -> None:
         self._readers.close()

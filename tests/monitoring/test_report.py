@@ -102,6 +102,16 @@ def test_an_unreachable_store_is_a_problem_not_an_error(health_world: HealthWorl
     assert report.champion is not None and report.runs == [] and report.versions == []
 
 
+def test_a_store_without_tables_is_a_problem_naming_the_command(health_world: HealthWorld, tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 'never-initialised.db'}") as store:
+        report = build_report(store, registry.connect(health_world.settings), T, vms=VMS)
+
+    assert [(p.source, p.message) for p in report.problems] == [
+        (STORE, "the feature store has no tables yet: `solaris store init` creates them (so does the first precompute)")
+    ]
+    assert report.runs == [] and report.versions == []
+
+
 def test_without_mlflow_the_store_figures_remain(health_world: HealthWorld) -> None:
     with open_store(health_world.settings.store_url) as store:
         report = build_report(store, None, T, vms=VMS)

@@ -42,6 +42,6 @@ def test_a_store_without_tables_is_a_clear_error_not_a_traceback(
 ) -> None:
     assert main(["store", "stats", "--version", "fm1-ae1-d8", "--at", "2026-03-01T12:00:00Z"]) == 2
     err = capsys.readouterr().err
-    assert "no such table: embedding_versions" in err and "solaris store init" in err and "Traceback" not in err
+    assert "has no tables yet" in err and "solaris store init" in err and "Traceback" not in err
     assert main(["store", "expire", "--at", "2026-03-01T13:00:00+00:00"]) == 2
     assert "solaris store init" in capsys.readouterr().err

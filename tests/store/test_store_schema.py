@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from solaris.store import FeatureStore
+from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
+from solaris.store.errors import StoreNotInitialised
 from solaris.store.sql_store import EXPIRING_TABLES
 from solaris.store.sqlfiles import DIALECTS, sql_files
 from solaris.store.tables import build_metadata, schema_statements
@@ -102,3 +103,25 @@ def test_a_store_made_before_the_run_figures_gains_the_column(store: FeatureStor
     store.init_schema()
 
     assert "figures" in {c["name"] for c in sa.inspect(engine).get_columns("precompute_runs")}
+
+
+def test_a_database_without_the_tables_is_named_not_initialised(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if backend == "sqlite":
+        config: SqliteStoreConfig | PostgresStoreConfig = SqliteStoreConfig(tmp_path / "empty.db")
+    else:
+        config = PostgresStoreConfig(request.getfixturevalue("pg_url"), schema=f"e_{uuid.uuid4().hex[:10]}")
+    with open_store(config) as store:
+        assert not store.initialised()
+        with pytest.raises(StoreNotInitialised, match="`solaris store init` creates them"):
+            store.check_initialised()
+        store.init_schema()
+        assert store.initialised()
+        store.check_initialised()
+        with store.engine.begin() as conn:  # type: ignore[attr-defined]
+            conn.exec_driver_sql("DROP TABLE precompute_runs")
+        assert not store.initialised()  # one table missing is not a store either
+        if isinstance(config, PostgresStoreConfig):
+            with store.engine.begin() as conn:  # type: ignore[attr-defined]
+                conn.exec_driver_sql(f'DROP SCHEMA "{config.schema}" CASCADE')
