@@ -36,6 +36,7 @@ import torch
 from fastapi import FastAPI, HTTPException, Response
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST
+from threadpoolctl import threadpool_limits
 
 from solaris.config import Settings
 from solaris.data.idmap import IdMaps
@@ -177,8 +178,9 @@ def build_service(
 ) -> Service:
     """The service's parts, one ranker per VM on the shared store and metrics. The VMs run on one torch thread:
     at 200 rows a second thread saves nothing and costs tens of milliseconds at p99 when the cores are busy
-    (bench_serving)."""
+    (bench_serving). numpy's BLAS (the VM's numpy forward, the tier combination) is held to as many threads."""
     torch.set_num_threads(config.torch_threads)
+    threadpool_limits(config.torch_threads, user_api="blas")
     metrics = RankerMetrics(tuple(models))
     rankers = {}
     for vm, source in models.items():

@@ -19,6 +19,7 @@ from mlflow import MlflowClient
 from solaris.embedding_version import check_embedding_version
 from solaris.enrichment.cohorts import CohortLookup
 from solaris.models.vm import VerticalModel
+from solaris.models.vm_numpy import NumpyVM
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, PinnedVersions
 from solaris.vms import registered_name
@@ -34,6 +35,8 @@ class ServingModel:
     pinned: PinnedVersions
     # The VM's users as cohort keys (the store's new-user cohort tier), built with the model, off the request path.
     cohorts: CohortLookup = field(init=False, repr=False, compare=False)
+    # The VM's forward in numpy (the same scores, without torch's per-operation cost), built with the model too.
+    scorer: NumpyVM = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.vm.config.uses_embeddings:
@@ -42,6 +45,7 @@ class ServingModel:
             )
         check_embedding_version(self.pinned.embedding_version, self.vm.config.embedding_version, f"VM {self.pinned.vm}")
         object.__setattr__(self, "cohorts", CohortLookup(self.vm.user))
+        object.__setattr__(self, "scorer", NumpyVM(self.vm))
 
     @property
     def code_dim(self) -> int:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-import torch
 
 from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.serving.champion import ChampionWatcher, ServingModel
@@ -231,8 +230,7 @@ class Ranker:
         read_done = time.perf_counter()
         version = model.pinned.embedding_version
         inputs = served_inputs(model.vm, version, user_ids, item_ids, ts_us, positions, read)
-        with torch.inference_mode():
-            scores = model.vm(torch.from_numpy(inputs)).numpy()
+        scores = model.scorer(inputs)
         done = time.perf_counter()
         tiers = feeding_tier(read)
         pinned = model.pinned
