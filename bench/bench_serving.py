@@ -36,6 +36,7 @@ from serving_load import HttpResult, bench_http
 from serving_report import print_http, print_in_process
 from serving_server import store_url
 from serving_world import serving_model
+from threadpoolctl import threadpool_limits
 
 from solaris.serving.app import ServiceConfig
 from solaris.store import open_store
@@ -79,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
+    threadpool_limits(args.torch_threads, user_api="blas")  # as the service holds numpy's BLAS (build_service)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     rows = args.rows or (100_000 if args.quick else 1_000_000)
