@@ -48,6 +48,20 @@ def create_app(settings: Callable[[], Settings] = Settings.from_env, clock: Cloc
 
         return HTMLResponse(report_html(_report(settings, clock(), runs, hours)))
 
+    @app.get("/run/{run_id}", response_class=HTMLResponse)
+    def run_page(run_id: str) -> HTMLResponse:
+        """Every count of one run (the main page shows a line a run); 404 for a run the store does not hold."""
+        from solaris.monitoring.render import run_html
+        from solaris.monitoring.report import STORE, problem, run_health
+        from solaris.store import open_configured_store
+
+        try:
+            with open_configured_store(settings()) as store:
+                found = run_health(store, run_id, clock())
+        except Exception as exc:  # named on the page, as the main page names a store it cannot read
+            return HTMLResponse(run_html(run_id, None, problem(STORE, exc).message), status_code=503)
+        return HTMLResponse(run_html(run_id, found), status_code=200 if found else 404)
+
     @app.get("/api/health")
     def health(runs: RunsParam = 24, hours: HoursParam = 24) -> JSONResponse:
         from solaris.monitoring.render import report_json

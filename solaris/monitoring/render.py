@@ -67,6 +67,14 @@ def report_html(report: HealthReport) -> str:
     )
 
 
+def run_html(run_id: str, run: RunHealth | None, store_problem: str | None = None) -> str:
+    """One run's page: every count (degenerate ones stand out), timing and figure; ``None``: no such run, or
+    the store could not be read (``store_problem``)."""
+    found = None if run is None else _run(run)
+    template = _environment().get_template("run.html")
+    return template.render(run_id=run_id, run=found, problem=store_problem, degenerate=DEGENERATE_PREFIX)
+
+
 def sparklines(points: list[CoveragePoint]) -> dict[str, str]:
     """Per tier, the ``points`` attribute of an SVG polyline: hours left to right, share 0 at the bottom."""
     if not points:

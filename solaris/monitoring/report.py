@@ -158,6 +158,13 @@ def build_report(
     return HealthReport(t, champion, note, versions, runs, coverage, problems, alerts, champions)
 
 
+def run_health(store: FeatureStore, run_id: str, t: datetime, stale_after: timedelta = STALE_AFTER) -> RunHealth | None:
+    """One run as its record holds it (its own quality figures: MLflow is not asked), or None."""
+    store.check_initialised()
+    record = store.get_run(run_id)
+    return None if record is None else RunHealth(record, record.figures, is_stale(record, t, stale_after))
+
+
 def is_stale(record: RunRecord, t: datetime, stale_after: timedelta) -> bool:
     """Recorded ``running`` since more than ``stale_after`` before ``t``: no live run takes that long."""
     return record.status == "running" and t - record.started_at > stale_after

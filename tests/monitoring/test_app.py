@@ -158,3 +158,22 @@ def test_on_a_live_clock_the_page_is_at_simulated_time(monkeypatch: pytest.Monke
     assert sim + timedelta(hours=1) <= now() < sim + timedelta(hours=2)
     monkeypatch.delenv(CLOCK_ENV)
     assert now() > datetime(2026, 12, 1, tzinfo=UTC)  # the wall clock
+
+
+def test_each_run_is_a_line_linking_to_a_page_of_every_count(health_world: HealthWorld) -> None:
+    client, key = _client(health_world.settings), run_key(10)
+
+    line = client.get("/").text
+    assert f'<a href="run/{key}">all counts</a>' in line
+    assert "pairs_written" not in line  # the counts live on the run's page
+
+    answer = client.get(f"/run/{key}")
+    assert answer.status_code == 200 and 'href="../"' in answer.text
+    assert '<tr data-count="pairs_written"><th>pairs_written</th><td>100</td></tr>' in answer.text
+    assert '<tr data-count="selected"><th>selected</th><td>200</td></tr>' in answer.text
+
+    missing = client.get("/run/hourly__2026-03-01T23")
+    assert missing.status_code == 404 and "the store holds no record of run hourly__2026-03-01T23" in missing.text
+    down = health_world.settings.with_overrides(store_url=f"postgresql+psycopg://postgres@127.0.0.1:{closed_port()}/x")
+    unreachable = _client(down).get(f"/run/{key}")
+    assert unreachable.status_code == 503 and "feature store unavailable:</strong> OperationalError" in unreachable.text
