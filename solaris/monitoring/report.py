@@ -144,14 +144,19 @@ def build_report(
     if client is not None:
         champions = _guard(problems, MLFLOW, lambda: [VMChampion(vm, *_champion(client, vm)) for vm in vms], [])
     champion, note = (champions[0].chain, champions[0].note) if champions else (None, None)
-    initialised = _guard(problems, STORE, lambda: store.check_initialised() or True, False)
-    records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), []) if initialised else []
+
+    def initialised() -> bool:
+        store.check_initialised()  # no tables: one problem naming the command, not a driver error per read
+        return True
+
+    ready = _guard(problems, STORE, initialised, False)
+    records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), []) if ready else []
     figures = {}
     if client is not None and records:
         figures = _guard(problems, MLFLOW, lambda: run_figures(client, [r.run_id for r in records]), {})
     runs = [RunHealth(r, figures.get(r.run_id, {}), is_stale(r, t, stale_after)) for r in records]
     names = _versions(champion, records)
-    stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {}) if initialised else {}
+    stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {}) if ready else {}
     versions = [VersionHealth(v, champion is not None and v == champion.embedding_version, stats[v]) for v in stats]
     coverage = coverage_by_hour(runs, t, hours)
     alerts = run_alerts(runs, t, stale_after)

@@ -44,8 +44,8 @@ from solaris.embedding_version import parse_embedding_version
 from solaris.logs import configure_logging
 from solaris.serving.champion import ChampionWatcher, ServingModel
 from solaris.serving.guards import MAX_BODY_BYTES, BodyLimit, ResponseCounter, validation_failed
-from solaris.serving.metrics import RankerMetrics
-from solaris.serving.ranker import VERSION_MISSING, NotReady, Ranker
+from solaris.serving.metrics import VERSION_MISSING, RankerMetrics
+from solaris.serving.ranker import NotReady, Ranker
 from solaris.serving.schema import RankResponse, rank_request_model
 from solaris.serving.servedlog import ServedLog, served_dir
 from solaris.store import FeatureStore, StoreError

@@ -19,7 +19,9 @@ from solaris.enrichment.tiers import TIER_NAMES
 
 # Fine below 20 ms, where the serving targets are.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1.0)
-STORE_FAILURES = ("error", "timeout", "overloaded", "version_missing")
+# Why a request was answered tier none without a read: the store does not hold the served embedding version.
+VERSION_MISSING = "version_missing"
+STORE_FAILURES = ("error", "timeout", "overloaded", VERSION_MISSING)
 CHAMPION_FAILURES = ("resolve", "load")
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client when it is first imported
 
@@ -91,7 +93,7 @@ class RankerMetrics:
                 self.store_failures.labels(vm, kind)
             for stage in CHAMPION_FAILURES:
                 self.champion_failures.labels(vm, stage)
-            self.degraded.labels(vm, "version_missing")
+            self.degraded.labels(vm, VERSION_MISSING)
 
     def serving(self, vm: str, vm_version: str, embedding_version: str) -> None:
         if self._serving.get(vm, (vm_version, embedding_version)) != (vm_version, embedding_version):

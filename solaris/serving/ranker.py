@@ -27,14 +27,12 @@ import numpy as np
 
 from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.serving.champion import ChampionWatcher, ServingModel
-from solaris.serving.metrics import RankerMetrics
+from solaris.serving.metrics import VERSION_MISSING, RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
 from solaris.store.base import FeatureStore
 from solaris.store.codec import to_micros
 from solaris.store.errors import StoreError, StoreReadTimeout
 from solaris.store.records import TierBatchRead
-
-VERSION_MISSING = "version_missing"  # the answer's ``store`` while the store lacks the served embedding version
 
 
 class NotReady(RuntimeError):
@@ -98,17 +96,23 @@ class Ranker:
     @property
     def degraded(self) -> str | None:
         """Why every candidate is served tier none without a read, or None."""
-        current = self._models.current if isinstance(self._models, ChampionWatcher) else self._models
-        if current is None or current.pinned.embedding_version != self._missing_version:
+        current = self._current()
+        if current is None or not self._reads_nothing(current):
             return None
         return (
             f"embedding version {self._missing_version} is not in the feature store yet: every candidate is served"
             " tier none until a precompute writes it"
         )
 
+    def _reads_nothing(self, model: ServingModel) -> bool:
+        return model.pinned.embedding_version == self._missing_version
+
+    def _current(self) -> ServingModel | None:
+        return self._models.current if isinstance(self._models, ChampionWatcher) else self._models
+
     @property
     def model(self) -> ServingModel:
-        model = self._models.current if isinstance(self._models, ChampionWatcher) else self._models
+        model = self._current()
         if model is None:
             raise NotReady("no champion VM loaded yet")
         return model
@@ -155,7 +159,7 @@ class Ranker:
         requests at once, with ``t`` their latest time, so no row expired at any of them is read)."""
         started = time.perf_counter()
         model = self.model  # one reference for the whole batch: VM and embedding version stay together
-        if model.pinned.embedding_version == self._missing_version:
+        if self._reads_nothing(model):
             read, failure = None, VERSION_MISSING
         elif self.store_timeout_s is None:
             version, cohorts = model.pinned.embedding_version, model.cohorts(user_ids)
@@ -178,10 +182,10 @@ class Ranker:
     ) -> Served:
         """``serve`` for an event loop: a network store is read on the pool (with or without a timeout) and
         awaited; a local store's read has nothing to await and runs as in ``serve``."""
-        if self.store.local_reads or self.degraded is not None:
+        model = self.model
+        if self.store.local_reads or self._reads_nothing(model):
             return self.serve(user_ids, item_ids, ts_us, positions, t, request_ids)
         started = time.perf_counter()
-        model = self.model
         future = self._submit_read(model, user_ids, item_ids, t)
         read, failure = (await _wait_async(future, self.store_timeout_s)) if future else (None, "overloaded")
         return self._score(model, started, read, failure, user_ids, item_ids, ts_us, positions, request_ids)
