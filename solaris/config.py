@@ -34,6 +34,7 @@ class Settings:
     device: str
     world: str
     vms_file: Path
+    ranker_url: str | None = None  # where the health page reads the ranker's /metrics; unset: not read
 
     @property
     def worlds_dir(self) -> Path:
@@ -100,6 +101,7 @@ class Settings:
             device=device,
             world=world,
             vms_file=path("VMS_FILE", "vms.toml"),
+            ranker_url=env.get("SOLARIS_RANKER_URL") or None,
         )
 
 

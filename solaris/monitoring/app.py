@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Query, params
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from solaris.config import Settings, is_tracking_server
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], datetime]
 RunsParam = Annotated[int, Query(ge=1, le=500, description="how many of the latest precompute runs")]
-HoursParam = Annotated[int, Query(ge=1, le=24 * 14, description="hours of coverage history")]
+HoursParam = Annotated[int, Query(ge=1, le=24 * 14, description="hours of coverage and of the charts")]
+CHART_HOURS = 48
 PROBE_TIMEOUT_S = 3.0
 
 
@@ -38,12 +39,23 @@ def now() -> datetime:
     return wall if clock is None else clock.sim_at(wall)
 
 
-def create_app(settings: Callable[[], Settings] = Settings.from_env, clock: Clock = now) -> FastAPI:
-    app = FastAPI(title="SOLARIS feature store health", docs_url=None, redoc_url=None, openapi_url=None)
+def create_app(
+    settings: Callable[[], Settings] = Settings.from_env,
+    clock: Clock = now,
+    dependencies: Sequence[params.Depends] = (),
+) -> FastAPI:
+    """``dependencies`` guard every route (the api-server's: :mod:`solaris.monitoring.airflow_login`)."""
+    app = FastAPI(
+        title="SOLARIS feature store health",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=list(dependencies),
+    )
 
     # Plain ``def`` handlers: FastAPI runs them in its thread pool, so store and MLflow calls never block the loop.
     @app.get("/", response_class=HTMLResponse)
-    def page(runs: RunsParam = 24, hours: HoursParam = 24) -> HTMLResponse:
+    def page(runs: RunsParam = 24, hours: HoursParam = CHART_HOURS) -> HTMLResponse:
         from solaris.monitoring.render import report_html
 
         return HTMLResponse(report_html(_report(settings, clock(), runs, hours)))
@@ -63,7 +75,7 @@ def create_app(settings: Callable[[], Settings] = Settings.from_env, clock: Cloc
         return HTMLResponse(run_html(run_id, found), status_code=200 if found else 404)
 
     @app.get("/api/health")
-    def health(runs: RunsParam = 24, hours: HoursParam = 24) -> JSONResponse:
+    def health(runs: RunsParam = 24, hours: HoursParam = CHART_HOURS) -> JSONResponse:
         from solaris.monitoring.render import report_json
 
         body = report_json(_report(settings, clock(), runs, hours))
@@ -101,6 +113,7 @@ def load_hours(data_dir: Path, t: datetime, hours: int) -> list[dict[str, Any]]:
 def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int) -> HealthReport:
     # Imported here, not at the top: the report pulls MLflow and the model registry (torch), and the
     # api-server imports this module when it loads plugins, long before anyone opens the page.
+    from solaris.monitoring.ranker_state import ranker_state
     from solaris.monitoring.report import MLFLOW, HealthReport, Problem, build_report, problem
     from solaris.store import open_configured_store
     from solaris.tracking import registry
@@ -115,5 +128,6 @@ def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int
     down = mlflow_unreachable(current.mlflow_tracking_uri)
     with store:
         report = build_report(store, None if down else client, t, vms=vms, n_runs=runs, hours=hours)
-    report = replace(report, load=load_hours(current.data_dir, t, hours))
+    load = load_hours(current.data_dir, t, hours)
+    report = replace(report, load=load, ranker=ranker_state(current.ranker_url, load))
     return replace(report, problems=[Problem(MLFLOW, down), *report.problems]) if down else report

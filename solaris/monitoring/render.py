@@ -10,14 +10,14 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from solaris.monitoring.page_charts import charts_json, page_charts
 from solaris.monitoring.report import COVERAGE_TIERS, CoveragePoint, HealthReport, RunHealth, VersionHealth
+from solaris.monitoring.status import THRESHOLDS, Status, health_status
 from solaris.precompute.run_files import DEGENERATE_PREFIX
 from solaris.store.records import TableStats
 from solaris.vms import registered_name
 
 TEMPLATES = Path(__file__).parent / "templates"
-# The sparkline's drawing box, in SVG user units.
-SPARK_WIDTH, SPARK_HEIGHT = 240, 48
 
 
 def report_json(report: HealthReport) -> dict[str, Any]:
@@ -28,7 +28,9 @@ def report_json(report: HealthReport) -> dict[str, Any]:
     """
     return {
         "at": _iso(report.at),
+        "hours": report.hours,
         "ok": report.ok,
+        "status": status_json(health_status(report)),
         "problems": [asdict(p) for p in report.problems],
         "alerts": [asdict(a) for a in report.alerts],
         "champion": asdict(report.champion) if report.champion else None,
@@ -46,6 +48,17 @@ def report_json(report: HealthReport) -> dict[str, Any]:
         "runs": [_run(r) for r in report.runs],
         "coverage": [_point(p) for p in report.coverage],
         "load": report.load,
+        "charts": charts_json(report),
+    }
+
+
+def status_json(status: Status) -> dict[str, Any]:
+    """The level, its reasons (worst first), every check's reading and the thresholds they are held to."""
+    return {
+        "level": status.level,
+        "reasons": [asdict(r) for r in status.reasons],
+        "readings": [asdict(r) for r in status.readings],
+        "thresholds": [asdict(t) for t in THRESHOLDS],
     }
 
 
@@ -56,14 +69,7 @@ def report_html(report: HealthReport) -> str:
     return (
         _environment()
         .get_template("health.html")
-        .render(
-            report=data,
-            sparks=sparklines(report.coverage),
-            spark_width=SPARK_WIDTH,
-            spark_height=SPARK_HEIGHT,
-            tiers=COVERAGE_TIERS,
-            degenerate=DEGENERATE_PREFIX,
-        )
+        .render(report=data, charts=page_charts(report), tiers=COVERAGE_TIERS, degenerate=DEGENERATE_PREFIX)
     )
 
 
@@ -73,17 +79,6 @@ def run_html(run_id: str, run: RunHealth | None, store_problem: str | None = Non
     found = None if run is None else _run(run)
     template = _environment().get_template("run.html")
     return template.render(run_id=run_id, run=found, problem=store_problem, degenerate=DEGENERATE_PREFIX)
-
-
-def sparklines(points: list[CoveragePoint]) -> dict[str, str]:
-    """Per tier, the ``points`` attribute of an SVG polyline: hours left to right, share 0 at the bottom."""
-    if not points:
-        return {}
-    step = SPARK_WIDTH / max(len(points) - 1, 1)
-    return {
-        tier: " ".join(f"{i * step:.1f},{SPARK_HEIGHT * (1 - p.shares[tier]):.1f}" for i, p in enumerate(points))
-        for tier in points[0].shares
-    }
 
 
 @cache

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from mlflow import MlflowClient
 from solaris.enrichment.tiers import FED_BY
+from solaris.monitoring.ranker_state import RankerState
 from solaris.precompute.summary import COVERAGE, EXPERIMENT
 from solaris.store.base import FeatureStore
 from solaris.store.errors import StoreError
@@ -38,6 +39,9 @@ RUN_FIGURES = (*COVERAGE, "hit_rate_ttl", "hit_ceiling_ttl", "shadow_coverage_an
 # one still going after three hours has stalled the schedule anyway. A "running" record older than this is
 # taken as dead (its process ended without closing it: the stack was stopped mid-run).
 STALE_AFTER = timedelta(hours=3)
+# Records read for the charts and the status line, per hour shown: an hour rerun, or written in shadow beside
+# the champion, has more than one.
+HISTORY_RUNS_PER_HOUR = 2
 FAILED, STALE = "failed", "stale"
 T = TypeVar("T")
 
@@ -70,7 +74,8 @@ class VersionHealth:
 
 @dataclass(frozen=True)
 class RunHealth:
-    """A run record and the quality figures its run logged to MLflow (empty until it finished).
+    """A run record and its quality figures: those its coverage step recorded in the store, overlaid with those
+    its run logged to MLflow (the runs the page lists).
 
     ``stale``: recorded ``running``, but started longer than the report's ``stale_after`` before its ``t``.
     """
@@ -110,6 +115,10 @@ class HealthReport:
     vms: list[VMChampion] = field(default_factory=list)  # every configured VM, the lead first
     # A live stack's traffic by simulated hour, as its load driver recorded it (:mod:`solaris.live.figures`).
     load: list[dict[str, Any]] = field(default_factory=list)
+    # The runs of the charts' hours (``runs`` is the newest ``n_runs`` of them), newest first.
+    history: list[RunHealth] = field(default_factory=list)
+    ranker: RankerState | None = None
+    hours: int = 24  # the hours the coverage and the charts span, up to ``at``
 
     @property
     def ok(self) -> bool:
@@ -150,17 +159,22 @@ def build_report(
         return True
 
     ready = _guard(problems, STORE, initialised, False)
-    records = _guard(problems, STORE, lambda: list(store.recent_runs(n_runs)), []) if ready else []
+    wanted = max(n_runs, HISTORY_RUNS_PER_HOUR * hours)
+    records = _guard(problems, STORE, lambda: list(store.recent_runs(wanted)), []) if ready else []
     figures = {}
     if client is not None and records:
-        figures = _guard(problems, MLFLOW, lambda: run_figures(client, [r.run_id for r in records]), {})
-    runs = [RunHealth(r, figures.get(r.run_id, {}), is_stale(r, t, stale_after)) for r in records]
-    names = _versions(champion, records)
+        listed = [r.run_id for r in records[:n_runs]]
+        figures = _guard(problems, MLFLOW, lambda: run_figures(client, listed), {})
+    history = [RunHealth(r, r.figures | figures.get(r.run_id, {}), is_stale(r, t, stale_after)) for r in records]
+    names = _versions(champion, records[:n_runs])
     stats = _guard(problems, STORE, lambda: {v: store.stats(v, t) for v in names}, {}) if ready else {}
     versions = [VersionHealth(v, champion is not None and v == champion.embedding_version, stats[v]) for v in stats]
-    coverage = coverage_by_hour(runs, t, hours)
-    alerts = run_alerts(runs, t, stale_after)
-    return HealthReport(t, champion, note, versions, runs, coverage, problems, alerts, champions)
+    coverage = coverage_by_hour(history, t, hours)
+    alerts = run_alerts(history, t, stale_after)
+    runs = history[:n_runs]
+    return HealthReport(
+        t, champion, note, versions, runs, coverage, problems, alerts, champions, history=history, hours=hours
+    )
 
 
 def run_health(store: FeatureStore, run_id: str, t: datetime, stale_after: timedelta = STALE_AFTER) -> RunHealth | None:

@@ -104,7 +104,10 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
     say(f"Airflow metadata DB: {_redacted(metadata_url)}; migrating")
     mlflow_url = f"http://{config.host}:{config.mlflow_port}"
     # Every service hands staged tables on at one location, named, not derived from its own data folder.
-    served = settings.with_overrides(mlflow_tracking_uri=mlflow_url, staging_url=settings.staging_root)
+    ranker_url = f"http://{config.host}:{config.ranker_port}"
+    served = settings.with_overrides(
+        mlflow_tracking_uri=mlflow_url, staging_url=settings.staging_root, ranker_url=ranker_url
+    )
     airflow = bootstrap(served, metadata_url) | _airflow_extras(config) | executor
     if swept := close_runs_left_running(settings, now):  # the store may be an Airflow connection: after bootstrap
         say(f"Marked failed {len(swept)} precompute run(s) the last stack left running: {', '.join(swept)}")
@@ -114,14 +117,14 @@ def up(settings: Settings, config: StackConfig, say: Callable[[str], None] = pri
         airflow["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
     services = _services(settings, served, config, airflow)
     if clock is not None:
-        services.append(_traffic(served, clock, f"http://{config.host}:{config.ranker_port}"))
+        services.append(_traffic(served, clock, ranker_url))
 
     logs = stack_dir(settings) / "logs"
     state = StackState(
         urls={
             "airflow": f"http://{config.host}:{config.airflow_port}",
             "mlflow": mlflow_url,
-            "ranker": f"http://{config.host}:{config.ranker_port}",
+            "ranker": ranker_url,
         },
         metadata_url=_redacted(metadata_url),
         password_file=str(settings.airflow_home / "simple_auth_manager_passwords.json.generated"),

@@ -30,7 +30,16 @@ from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_f
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.quality import INSTANT
-from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, staging, step_staging, timed
+from solaris.precompute.run_files import (
+    DEGENERATE,
+    FM_BUDGET_COUNT,
+    Meta,
+    code_log,
+    event_log,
+    staging,
+    step_staging,
+    timed,
+)
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.staging import expire_failed_staging
@@ -167,6 +176,8 @@ def select(run: HourRun, settings: Settings) -> Meta:
         history = history_table(event_log(settings), users, run.interval_start, run.params.history_hours)
         meta["history_rows"] = stage.write(HISTORY, history)["rows"]
         meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum())}
+        if run.params.selector == "budget":  # the verifier spends a share of the pool instead
+            meta[FM_BUDGET_COUNT] = run.params.fm_budget
     return meta
 
 

@@ -21,6 +21,8 @@ Meta = dict[str, Any]
 # and a code the store would refuse, non-finite as stored, is skipped (``pair``, ``cohort``), never the hour.
 DEGENERATE_PREFIX = "degenerate_vectors_"
 DEGENERATE = {kind: DEGENERATE_PREFIX + kind for kind in ("user", "item", "pair", "cohort")}
+# The run's own fm_budget, among its counts: what the health page holds its FM calls against.
+FM_BUDGET_COUNT = "fm_budget"
 
 
 def staging(settings: Settings, run: HourRun) -> Staging:

@@ -23,6 +23,9 @@ LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015,
 VERSION_MISSING = "version_missing"
 STORE_FAILURES = ("error", "timeout", "overloaded", VERSION_MISSING)
 CHAMPION_FAILURES = ("resolve", "load")
+# Read back by the health page (solaris.monitoring.ranker_state): the request latency's name and its whole-request stage.
+LATENCY_METRIC, TOTAL_STAGE = "solaris_rank_seconds", "total"
+DEGRADED_METRIC = "solaris_ranker_degraded"
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus_client when it is first imported
 
 
@@ -31,7 +34,7 @@ class RankerMetrics:
         """``vms``: the VMs served, whose every series starts at 0 (others appear when first used)."""
         self.registry = CollectorRegistry()
         self.latency = Histogram(
-            "solaris_rank_seconds",
+            LATENCY_METRIC,
             "Ranker latency per request, per VM and stage",
             ["vm", "stage"],
             buckets=LATENCY_BUCKETS,
@@ -78,7 +81,7 @@ class RankerMetrics:
             multiprocess_mode="max",  # 1 while any worker still serves it
         )
         self.degraded = Gauge(
-            "solaris_ranker_degraded",
+            DEGRADED_METRIC,
             "1 while a VM serves every candidate tier none, by reason: version_missing (the store does not hold"
             " its embedding version: no precompute has written it yet)",
             ["vm", "reason"],

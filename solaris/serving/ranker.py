@@ -27,7 +27,7 @@ import numpy as np
 
 from solaris.enrichment.tiers import TIER_NAMES, absent, feeding_tier, served_inputs, tier_counts
 from solaris.serving.champion import ChampionWatcher, ServingModel
-from solaris.serving.metrics import VERSION_MISSING, RankerMetrics
+from solaris.serving.metrics import TOTAL_STAGE, VERSION_MISSING, RankerMetrics
 from solaris.serving.servedlog import ServedBatch, ServedLog
 from solaris.store.base import FeatureStore
 from solaris.store.codec import to_micros
@@ -250,7 +250,7 @@ class Ranker:
 
     def _record(self, served: Served, seconds: float) -> None:
         m, vm = self.metrics, served.vm_name
-        m.latency.labels(vm, "total").observe(seconds)
+        m.latency.labels(vm, TOTAL_STAGE).observe(seconds)
         m.latency.labels(vm, "store").observe(served.read_seconds)
         m.latency.labels(vm, "model").observe(served.score_seconds)
         for name, count in tier_counts(served.tiers).items():

@@ -148,7 +148,7 @@ def test_a_live_stacks_traffic_by_hour_is_on_the_page(health_world: HealthWorld)
 
     assert [datetime.fromisoformat(h["hour"]) for h in load] == [T - timedelta(hours=b) for b in (1, 2)]
     assert load[0]["ranker_p99_ms"] == pytest.approx(12.0) and load[0]["answered"] == 1
-    assert "Live traffic by hour" in page and "12.0" in page
+    assert "Live traffic, each hour" in page and "12.0" in page
 
 
 def test_on_a_live_clock_the_page_is_at_simulated_time(monkeypatch: pytest.MonkeyPatch) -> None:

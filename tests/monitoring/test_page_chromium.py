@@ -6,8 +6,11 @@ test skips, except under ``CI=true`` where it fails: ``.ci/run`` installs it, so
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import struct
 import subprocess
 import threading
 import time
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
 from health_world import PAIR_BATCHES, HealthWorld, T, closed_port, register_champion, run_key
 
 from solaris.config import Settings
@@ -71,6 +75,24 @@ class Rows(HTMLParser):
         return [c for a, t, c in self.rows if want_table <= t.items() and want_row <= a.items()]
 
 
+# A frame of a given width holding the page; once it loaded, the page's own widths are written into the frame's
+# parent, where --dump-dom reads them: the layout Chromium really made, measured by the browser.
+PROBE = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="page" src="/solaris/" style="width:{width}px;height:800px;border:0"></iframe><pre id="widths"></pre>
+<script>
+document.getElementById("page").addEventListener("load", () => {{
+  const page = document.getElementById("page").contentDocument.documentElement;
+  document.getElementById("widths").textContent = JSON.stringify({{
+    scroll: page.scrollWidth, viewport: page.clientWidth, charts: page.querySelectorAll("figure.chart svg").length
+  }});
+}});
+</script></body></html>"""
+
+
+def probe(width: int) -> HTMLResponse:
+    return HTMLResponse(PROBE.format(width=width))
+
+
 @pytest.fixture
 def serve() -> Iterator[Serve]:
     """Starts a uvicorn server for an app settings function on a free port; stops it afterwards."""
@@ -78,6 +100,7 @@ def serve() -> Iterator[Serve]:
 
     def start(settings: Settings) -> str:
         root = FastAPI()
+        root.get("/probe", response_class=HTMLResponse)(probe)
         root.mount("/solaris", create_app(settings=lambda: settings, clock=lambda: T))
         server = uvicorn.Server(uvicorn.Config(root, host="127.0.0.1", port=closed_port(), log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
@@ -95,10 +118,14 @@ def serve() -> Iterator[Serve]:
         thread.join(timeout=STARTUP_TIMEOUT_S)
 
 
+def _chromium(chromium: str, profile: Path, *args: str) -> list[str]:
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", *args]
+
+
 def _dump_dom(chromium: str, url: str, profile: Path) -> tuple[str, Rows]:
-    """The page's DOM after Chromium loaded it, as text and as table rows."""
+    """The page's DOM after Chromium loaded it (and ran what it had to run), as text and as table rows."""
     done = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", "--dump-dom", url],
+        _chromium(chromium, profile, "--virtual-time-budget=10000", "--dump-dom", url),
         capture_output=True,
         text=True,
         timeout=120,
@@ -120,7 +147,8 @@ def test_page_in_chromium_shows_versions_rows_runs_and_champion(
 
     text, page = _dump_dom(chromium, serve(health_world.settings), tmp_path / "profile")
 
-    assert f"precompute run failed:</strong> the latest precompute run {run_key(11)} failed" in text
+    assert f'data-check="latest_run">the latest precompute run {run_key(11)} failed' in text
+    assert 'id="status" class="status level-failing"' in text
     champion = {name: version for name, version in page.cells(table={"id": "champion"})}
     assert champion["embedding version"] == emb and champion["FM (solaris-fm)"] == "1"
     vms = [page.cells(table={"id": "vms"}, row={"data-vm": vm}) for vm in ("ctr", "cvr")]
@@ -146,3 +174,41 @@ def test_page_in_chromium_names_an_unreachable_store(
 
     assert "feature store unavailable:" in text and "OperationalError" in text
     assert "Traceback" not in text and 'id="champion"' in text
+
+
+@pytest.mark.parametrize("width", [1280, 600])
+def test_the_page_fits_the_window_with_its_charts(
+    chromium: str, health_world: HealthWorld, serve: Serve, tmp_path: Path, width: int
+) -> None:
+    """At 1,280 px every table fits; at 600 a wide table scrolls in its own box, the page never does."""
+    register_champion(registry.connect(health_world.settings))
+    page = serve(health_world.settings)
+
+    text, _ = _dump_dom(chromium, page.removesuffix("solaris/") + f"probe?width={width}", tmp_path / "profile")
+
+    found = re.search(r'<pre id="widths">(.*?)</pre>', text)
+    assert found and found.group(1), "the frame never loaded: " + text[-2000:]
+    widths = json.loads(found.group(1))
+    assert widths["charts"] == 4 and widths["viewport"] <= width
+    assert widths["scroll"] <= widths["viewport"], widths
+
+
+def test_a_screenshot_at_1280_px(chromium: str, health_world: HealthWorld, serve: Serve, tmp_path: Path) -> None:
+    shot = tmp_path / "page.png"
+
+    done = subprocess.run(
+        _chromium(
+            chromium,
+            tmp_path / "profile",
+            "--window-size=1280,800",
+            f"--screenshot={shot}",
+            serve(health_world.settings),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-3000:]
+    header = shot.read_bytes()[:24]  # PNG signature, then the IHDR chunk: width and height, big-endian
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", header[16:24]) == (1280, 800)

@@ -13,7 +13,10 @@ from mlflow import MlflowClient
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.monitoring.report import MLFLOW, STORE, HealthReport, build_report
+from solaris.monitoring.status import health_status
+from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run import run_hour
+from solaris.precompute.run_files import FM_BUDGET_COUNT
 from solaris.precompute.summary import COVERAGE, run_metrics
 from solaris.store import open_store
 from solaris.tracking import registry
@@ -163,6 +166,11 @@ def test_report_of_real_precompute_runs(trained: tuple[Settings, World, TrainRep
     keys = [r["run_key"] for r in reversed(results)]
     assert [r.record.run_id for r in report.runs][:2] == keys
     logged = run_metrics(settings, keys)
-    for run in report.runs[:2]:
-        assert run.figures == {name: logged[run.record.run_id][name] for name in COVERAGE}
+    for run in report.runs[:2]:  # the store's figures, overlaid with MLflow's: the same values
+        assert {name: run.figures[name] for name in COVERAGE} == {n: logged[run.record.run_id][n] for n in COVERAGE}
     assert [p.hour for p in report.coverage] == [first - HOUR, first]
+    readings = {r.check: r for r in health_status(report).readings}
+    newest = report.runs[0].record.counts  # the run records the budget its selector spent against
+    assert newest[FM_BUDGET_COUNT] == PrecomputeParams().fm_budget >= newest["selected"] > 0
+    assert readings["fm_calls_vs_budget"].value == newest["selected"] / newest[FM_BUDGET_COUNT]
+    assert readings["run_age"].value == 0.0 and readings["run_age"].level == "healthy"  # its hour ended at t
