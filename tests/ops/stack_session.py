@@ -35,6 +35,20 @@ class Api:
     def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         return self._call(method, path, body, {"Authorization": f"Bearer {self.token}"})
 
+    def solaris_health(self, query: str = "") -> dict[str, Any]:
+        """The SOLARIS page's JSON, behind Airflow's login like the REST API; also its body when it answers 503
+        (the report is not ok)."""
+        request = urllib.request.Request(
+            f"{self.base}/solaris/api/health{query}", headers={"Authorization": f"Bearer {self.token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503:
+                raise AssertionError(f"/solaris/api/health: HTTP {exc.code} {exc.read()[:2000]!r}") from None
+            return json.loads(exc.read())
+
     def _call(self, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(

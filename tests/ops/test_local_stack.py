@@ -78,12 +78,14 @@ def test_stack_runs_precompute_through_airflow_and_stops_clean(
         # The ranker found the champion chain through the stack's MLflow server and, degraded to tier none on the
         # fresh store, upgraded at a poll once this run registered the chain's embedding version.
         poll("the ranker ready", lambda: readiness(state.urls["ranker"]), lambda status: status == "ready", 90)
-        # The Airflow plugin's JSON, served by the api-server, shows the run as the store recorded it.
-        with urllib.request.urlopen(state.urls["airflow"] + "/solaris/api/health", timeout=60) as answer:
-            report = json.loads(answer.read())
+        # The Airflow plugin's JSON, served by the api-server behind its login, shows the run as the store
+        # recorded it, and reads the ranker's /metrics (the stack tells the page where the ranker is).
+        report = api.solaris_health()
         shown = {r["run_id"]: r for r in report["runs"]}
         assert shown[record.run_id]["status"] == "succeeded" and shown[record.run_id]["counts"] == record.counts
         assert report["champion"]["vm"] == record.vm_version, report["champion"]
+        readings = {r["check"]: r for r in report["status"]["readings"]}
+        assert "/metrics" in readings["degraded_vms"]["message"] and readings["degraded_vms"]["value"] == 0
     finally:
         if state is not None:
             started += procs.members(state.procs)  # task processes running now, too
