@@ -16,7 +16,7 @@ VM_SEEDS = (0, 1, 2)
 SWEEP_WARMUP_HOURS = 8
 # The precompute's knobs a replay takes (their defaults and bounds: solaris.precompute.params); the CLI, the
 # solaris_replay DAG's form and the request all follow this list, so none is copied by hand.
-REPLAY_KNOBS = ("top_fraction", "ttl_hours", "cohorts", "cohort_items")
+REPLAY_KNOBS = ("top_fraction", "ttl_hours", "ttl_jitter_hours", "cohorts", "cohort_items")
 
 # The reference rows every replay table holds, named once.
 FM, VM_BASE = "FM", "VM base"

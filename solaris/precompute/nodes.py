@@ -26,6 +26,7 @@ from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
+from solaris.precompute.expiry import expiry_hours, hour_index
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
@@ -125,7 +126,11 @@ def coverage(run: HourRun, settings: Settings) -> Meta:
             meta |= {key: value for key, value in earlier.figures.items() if not key.startswith(SHADOW)}
         else:
             log, codes = event_log(settings), code_log(settings, run)
-            meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, run.params.ttl_hours)
+            p = run.params
+            found = quality.figures(
+                store, run.embedding_version, log, codes, run.interval_start, p.ttl_hours, p.expiry_jitter_hours
+            )
+            meta |= found
             store.record_run_figures(run.run_key, meta)
     return meta
 
@@ -215,7 +220,8 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
 
 
 def write_pairs(run: HourRun, settings: Settings) -> Meta:
-    """Every shard's codes to the code log, then to the store in one transaction, with the run's TTL."""
+    """Every shard's codes to the code log, then to the store, each pair expiring on its phase
+    (:mod:`.expiry`): one transaction per expiry hour, the unit PostgreSQL partitions pair rows by."""
     with timed({}) as meta, open_configured_store(settings) as store:
         stage = step_staging(settings, run, "write_pairs")
         table = pa.concat_tables([stage.read(CODES, s) for s in range(run.params.shards)])
@@ -223,9 +229,22 @@ def write_pairs(run: HourRun, settings: Settings) -> Meta:
         scores = table["score"].to_numpy()
         codes = pc.list_flatten(table["code"]).to_numpy().reshape(table.num_rows, run.code_dim)
         code_log(settings, run).write_hour(run.interval_start, users, items, scores, codes)
-        meta["pairs_written"] = store.write_pair_embeddings(
-            run.run_key, run.embedding_version, users, items, codes, scores, run.interval_start, run.expires_at
-        )
+        written = hour_index(run.interval_start)
+        p = run.params
+        expires = expiry_hours(users, items, np.full(len(users), written), p.ttl_hours, p.expiry_jitter_hours)
+        meta["pairs_written"] = 0
+        for hour in np.unique(expires):
+            at, mine = run.interval_start + timedelta(hours=int(hour) - written), expires == hour
+            meta["pairs_written"] += store.write_pair_embeddings(
+                run.run_key,
+                run.embedding_version,
+                users[mine],
+                items[mine],
+                codes[mine],
+                scores[mine],
+                run.interval_start,
+                at,
+            )
     return meta
 
 

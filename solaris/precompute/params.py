@@ -89,6 +89,16 @@ class PrecomputeParams:
         in_form=True,
     )
     ttl_hours: int = knob(4, "hours a pair embedding stays fresh", minimum=1, maximum=48, in_form=True)
+    # Each pair's code expires on an hour of its own phase within the last ttl_jitter_hours + 1 hours of its TTL
+    # (solaris.precompute.expiry): what one run writes no longer expires, and returns to the FM, all at once.
+    ttl_jitter_hours: int = knob(
+        3,
+        "a pair's code may expire up to this many hours before ttl_hours (at most ttl_hours - 1), on its own "
+        "phase, so that the FM's calls do not come in waves",
+        minimum=0,
+        maximum=47,
+        in_form=True,
+    )
     # The hours a challenger's embedding version is written beside the champion's before the gate compares their
     # coverage (:mod:`solaris.precompute.shadow`): one TTL at the defaults, so its pair tier is then as full.
     shadow_hours: int = knob(
@@ -129,6 +139,11 @@ class PrecomputeParams:
                     f"code_log_retention_hours must be at least {reader} ({getattr(self, reader)}): the code log's "
                     f"readers look back that far, got {self.code_log_retention_hours}"
                 )
+
+    @property
+    def expiry_jitter_hours(self) -> int:
+        """``ttl_jitter_hours`` as it applies to ``ttl_hours``: a code lives at least an hour."""
+        return min(self.ttl_jitter_hours, self.ttl_hours - 1)
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> PrecomputeParams:

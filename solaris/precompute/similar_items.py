@@ -6,28 +6,19 @@ the items most similar to that item (``read_tiers.sql``). So:
 - queries: every item of the catalogue (its ``items`` table): any of them may be a candidate, a new item
   included, and the catalogue is small next to the users (1,200 items on the default world, 20,000 on the
   large one);
-- pool: the items with a pair code fresh during the hour (some user's): only those can lend a code;
+- pool: the items with a pair code fresh during the hour (some user's, :func:`~solaris.precompute.expiry.fresh_codes`):
+  only those can lend a code;
 - vector: the FM's item vector (:func:`solaris.models.fm.item_vectors`), which an item without history
   has too.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import numpy as np
 
 from solaris.data.eventlog import EventLog
-from solaris.data.hourly import HOUR
-from solaris.precompute.codelog import CodeLog
 
 
 def catalogue(log: EventLog) -> np.ndarray:
     """Sorted ids of every item the log's catalogue lists."""
     return np.unique(log.items()["item_id"].to_numpy().astype(np.int64))
-
-
-def with_fresh_codes(codes: CodeLog, interval_start: datetime, ttl_hours: int) -> np.ndarray:
-    """Sorted ids of the items some user has a pair code for that is fresh during the hour."""
-    first = interval_start - timedelta(hours=ttl_hours - 1)
-    return np.unique(codes.read(first, interval_start + HOUR).item_ids)

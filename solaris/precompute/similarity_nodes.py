@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from solaris.config import Settings
 from solaris.enrichment.knn import NeighbourTable, build_neighbours, degenerate
 from solaris.precompute import knn_state, knn_users, similar_items
+from solaris.precompute.expiry import fresh_codes
 from solaris.precompute.pipeline import USER_VECTORS
 from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, step_staging, timed
 from solaris.precompute.spec import HourRun
@@ -47,7 +48,8 @@ def user_vectors(run: HourRun, settings: Settings) -> Meta:
 
     with timed({}) as meta:
         start = run.interval_start
-        pooled = knn_users.with_fresh_codes(code_log(settings, run), start, run.params.ttl_hours)
+        fresh = fresh_codes(code_log(settings, run), start, run.params.ttl_hours, run.params.expiry_jitter_hours)
+        pooled = np.unique(fresh.user_ids)
         active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
         ids = np.union1d(active, pooled)
         vectors = fm_user_vectors(pinned_fm(run, settings), ids)
@@ -112,7 +114,7 @@ def item_neighbours(run: HourRun, settings: Settings) -> Meta:
 
     with timed({}) as meta, open_configured_store(settings) as store:
         start, p = run.interval_start, run.params
-        pool = similar_items.with_fresh_codes(code_log(settings, run), start, p.ttl_hours)
+        pool = np.unique(fresh_codes(code_log(settings, run), start, p.ttl_hours, p.expiry_jitter_hours).item_ids)
         ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
         vectors = item_vectors(pinned_fm(run, settings), ids)
         built = build_neighbours(ids, vectors, p.a2a_k, pool=pool)

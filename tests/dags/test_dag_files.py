@@ -54,7 +54,17 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
 
     dag = dagbag.dags["solaris_precompute"]
     assert dag.schedule == "@hourly"
-    form = {"selector", "fm_budget", "min_demand", "top_fraction", "ttl_hours", "shards", "batch_size", "device"}
+    form = {
+        "selector",
+        "fm_budget",
+        "min_demand",
+        "top_fraction",
+        "ttl_hours",
+        "ttl_jitter_hours",
+        "shards",
+        "batch_size",
+        "device",
+    }
     assert set(dag.params) == set(FORM) == form
     for name in FORM:
         param = dag.params.get_param(name)

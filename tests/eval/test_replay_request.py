@@ -13,7 +13,8 @@ def test_a_replay_request_takes_the_declared_knobs_within_their_bounds() -> None
     config = replay_config(Settings.from_env({}), request, seed=3)
     assert (config.cohorts, config.ttl_hours, config.seed) == (8, 6, 3)
     with pytest.raises(
-        ValueError, match="a replay takes the knobs top_fraction, ttl_hours, cohorts, cohort_items, not"
+        ValueError,
+        match="a replay takes the knobs top_fraction, ttl_hours, ttl_jitter_hours, cohorts, cohort_items, not",
     ):
         ReplayRequest(preset="tiny", knobs={"fm_budget": 10})
     with pytest.raises(ValueError, match="ttl_hours"):

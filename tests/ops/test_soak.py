@@ -31,6 +31,7 @@ from solaris.live.load import LAG
 from solaris.ops import procs
 from solaris.ops.stack import airflow_password
 from solaris.ops.stack_state import StackState, state_path
+from solaris.precompute.expiry import expiry_micros
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run_files import code_log_of
 from solaris.serving.servedlog import read_served, served_dir
@@ -236,8 +237,10 @@ def check_no_row_served_past_its_ttl(settings: Settings, served: pd.DataFrame) -
     and that write was still fresh: the code log holds what every run wrote, and when. A row the cohort tier fed
     also has the pair input set, with its cohort's code, which the code log does not hold (its TTL:
     tests/store/test_store_cohorts.py); its reported tier is the first tier present, ``cohort`` or an item-side
-    one before it, so only the tier tells the user's own code apart."""
-    ttl = timedelta(hours=PrecomputeParams.ttl_hours)
+    one before it, so only the tier tells the user's own code apart. Each write expires on its pair's phase
+    (solaris.precompute.expiry), at most ``ttl_hours`` after it."""
+    params = PrecomputeParams()
+    ttl = timedelta(hours=params.ttl_hours)
     with_pair = served[served["tier"] == PAIR]
     assert len(with_pair) > 0 and (with_pair["pair_flag"] == 1).all()
     for version, rows in with_pair.groupby("embedding_version"):
@@ -255,7 +258,14 @@ def check_no_row_served_past_its_ttl(settings: Settings, served: pd.DataFrame) -
             rows.sort_values("ts"), writes, left_on="ts", right_on="written_at", by=["user_id", "item_id"]
         )
         assert found["written_at"].notna().all(), f"{version}: pair codes served that no run wrote"
-        stale = found[found["ts"] >= found["written_at"] + ttl]
+        expires = expiry_micros(
+            found["user_id"].to_numpy(),
+            found["item_id"].to_numpy(),
+            found["written_at"].dt.tz_localize(None).to_numpy(),
+            params.ttl_hours,
+            params.expiry_jitter_hours,
+        )
+        stale = found[found["ts"] >= pd.Series(pd.to_datetime(expires, unit="us", utc=True), index=found.index)]
         assert stale.empty, f"{version}: {len(stale)} rows served past their TTL:\n{stale.head()}"
 
 

@@ -15,8 +15,7 @@ from precompute_logs import T0, build_log
 from solaris.data.schema import TS
 from solaris.models.features import IdTable
 from solaris.models.fm import FMConfig, FoundationModel, user_vectors
-from solaris.precompute.codelog import CodeLog
-from solaris.precompute.knn_users import active_users, with_fresh_codes
+from solaris.precompute.knn_users import active_users
 
 H = timedelta(hours=1)
 
@@ -30,14 +29,6 @@ def test_active_users_requested_or_signed_up_in_the_lookback(tmp_path: Path) -> 
     # 1 requested 30 h ago, 3 at T0 (not before it), 4 signed up an hour ago, 5 at T0, 6 thirty hours ago.
     assert active_users(log, T0, 24).tolist() == [2, 4]
     assert active_users(log, T0, 48).tolist() == [1, 2, 4, 6]
-
-
-def test_the_pool_is_the_users_with_a_code_fresh_during_the_hour(tmp_path: Path) -> None:
-    codes = CodeLog(tmp_path / "codes", "fm1-ae1-d2", 2)
-    for hours, user in ((-4, 10), (-3, 11), (0, 12), (1, 13)):
-        codes.write_hour(T0 + hours * H, np.array([user]), np.array([1]), np.ones(1), np.ones((1, 2), np.float32))
-    assert with_fresh_codes(codes, T0, ttl_hours=4).tolist() == [11, 12]  # written T0-3h: expires at T0+1h
-    assert with_fresh_codes(codes, T0, ttl_hours=1).tolist() == [12]
 
 
 def test_the_fms_user_vector_is_its_id_and_side_feature_embedding() -> None:

@@ -45,11 +45,11 @@ def test_a_hit_is_a_request_at_any_hour_while_fresh_and_not_after(tmp_path: Path
     )
     codes = _codes(tmp_path, [(1, 10), (2, 20), (3, 30), (4, 40)])
 
-    found = quality.hit_rate_ttl(log, codes, END, TTL)
+    found = quality.hit_rate_ttl(log, codes, END, TTL, 0)
 
     assert found == {"ttl_pairs": 4, "ttl_hits": 1, "hit_rate_ttl": 0.25}
     assert quality.hit_rate(log, codes, W + H)["previous_hits"] == 0  # the same-hour rate misses that hit
-    assert quality.hit_rate_ttl(log, codes, END + H, TTL) == {"ttl_pairs": 0, "ttl_hits": 0}  # nothing written
+    assert quality.hit_rate_ttl(log, codes, END + H, TTL, 0) == {"ttl_pairs": 0, "ttl_hits": 0}  # nothing written
 
 
 POOL = [(1, 10), (1, 11), (2, 20), (2, 21), (3, 30)]  # (1, 10) and (2, 20) get requested
