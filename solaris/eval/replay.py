@@ -56,6 +56,7 @@ class ReplayConfig:
     fractions: tuple[float, float, float] = (0.5, 0.3, 0.2)  # train, logging, eval
     top_fraction: float = PrecomputeParams.top_fraction
     ttl_hours: int = PrecomputeParams.ttl_hours
+    ttl_jitter_hours: int = PrecomputeParams.ttl_jitter_hours
     cohorts: int = PrecomputeParams.cohorts
     cohort_items: int = PrecomputeParams.cohort_items
     shadow_hours: int = PrecomputeParams.shadow_hours  # a refreshed FM is written in shadow this long first
@@ -79,6 +80,7 @@ class ReplayConfig:
             "selector": "verifier",
             "top_fraction": top_fraction,
             "ttl_hours": self.ttl_hours,
+            "ttl_jitter_hours": self.ttl_jitter_hours,
             "cohorts": self.cohorts,
             "cohort_items": self.cohort_items,
             "shadow_hours": self.shadow_hours,

@@ -6,6 +6,7 @@ import pytest
 
 from solaris.config import Settings
 from solaris.eval.job import ReplayRequest, replay_config
+from solaris.eval.protocol import REPLAY_KNOBS
 
 
 def test_a_replay_request_takes_the_declared_knobs_within_their_bounds() -> None:
@@ -19,3 +20,15 @@ def test_a_replay_request_takes_the_declared_knobs_within_their_bounds() -> None
         ReplayRequest(preset="tiny", knobs={"fm_budget": 10})
     with pytest.raises(ValueError, match="ttl_hours"):
         ReplayRequest(preset="tiny", knobs={"ttl_hours": 0})
+
+
+def test_every_declared_knob_reaches_the_precompute_a_replay_runs() -> None:
+    """Set each knob away from its default: the precompute parameters of the replay's main run carry it (a knob
+    the replay's config does not pass on would be silently the default)."""
+    values = {"top_fraction": 0.3, "ttl_hours": 6, "ttl_jitter_hours": 1, "cohorts": 8, "cohort_items": 50}
+    assert set(values) == set(REPLAY_KNOBS)
+    config = replay_config(Settings.from_env({}), ReplayRequest(preset="tiny", knobs=values), seed=0)
+
+    params = config.precompute_params(config.top_fraction)
+
+    assert {name: params[name] for name in REPLAY_KNOBS} == values
