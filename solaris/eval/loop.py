@@ -85,7 +85,7 @@ def replay_hours(
         # An hour with nothing to precompute (no requests before it) is skipped: it embedded nothing.
         found = hour_figures(hour, label, served_pairs, served, result["counts"].get("embedded", 0))
         found = found | {"hit_rate": quality.hit_rate(log, codes, hour + HOUR)["hit_rate"]}
-        found |= next_run_quality(ranker.store, log, codes, hour + HOUR, knobs.ttl_hours, knobs.expiry_jitter_hours)
+        found |= next_run_quality(ranker.store, log, codes, hour + HOUR, knobs.ttl_hours)
         ages.append(staleness_hours(codes, hour, served_pairs, served, knobs.ttl_hours))
         found["staleness_hours_mean"] = float(ages[-1].mean()) if len(ages[-1]) else None
         figures.append(HourFigures(**found))
@@ -131,7 +131,7 @@ def hour_figures(hour: datetime, span: str, pairs: ServedPairs, served: Served, 
 
 
 def next_run_quality(
-    store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int, jitter_hours: int
+    store: FeatureStore, log: EventLog, codes: CodeLog, end: datetime, ttl_hours: int
 ) -> dict[str, Any]:
     """What the precompute's next run records for the hour ending at ``end`` (:mod:`solaris.precompute.quality`):
     its candidate rows and those with a fresh pair code, and hit rate while fresh, its ceiling's count and
@@ -140,7 +140,7 @@ def next_run_quality(
     covered = np.zeros(0, bool)
     if len(users):  # the store as the hour saw it: the next run has not written yet
         covered = store.fresh_pairs(codes.version, users, items, end - quality.INSTANT)
-    fresh = quality.hit_rate_ttl(log, codes, end, ttl_hours, jitter_hours)
+    fresh = quality.hit_rate_ttl(log, codes, end, ttl_hours)
     scored = quality.requested_auc(log, codes.score_log, end, ttl_hours)
     return {
         "candidates": len(users),

@@ -32,6 +32,8 @@ def schema(code_dim: int) -> pa.Schema:
             pa.field("item_id", pa.int64(), nullable=False),
             pa.field("score", pa.float32(), nullable=False),
             pa.field("code", pa.list_(pa.float32(), code_dim), nullable=False),
+            # When the code expires (solaris.precompute.expiry); null in hours logged before expiries were.
+            pa.field("expires", TS, nullable=True),
         ]
     )
 
@@ -43,6 +45,7 @@ class Codes:
     scores: np.ndarray  # [n] float32
     codes: np.ndarray  # [n, dim] float32
     created_at: np.ndarray  # [n] datetime64[us], UTC
+    expires_at: np.ndarray  # [n] datetime64[us], UTC; NaT where the hour was logged before expiries were
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,16 @@ class CodeLog:
         return ScoreLog(Path(self.root).parent / "scores", self.version)
 
     def write_hour(
-        self, hour: datetime, user_ids: np.ndarray, item_ids: np.ndarray, scores: np.ndarray, codes: np.ndarray
+        self,
+        hour: datetime,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        scores: np.ndarray,
+        codes: np.ndarray,
+        expires_at: np.ndarray,
     ) -> Path:
         """Replace ``hour``'s file with these rows (an empty hour still gets a file, so a rerun that now
-        writes nothing cannot leave an earlier attempt's rows behind)."""
+        writes nothing cannot leave an earlier attempt's rows behind); ``expires_at``: datetime64, each code's."""
         hour = floor_hour(hour)
         codes = np.asarray(codes, dtype=np.float32)
         if codes.ndim != 2 or codes.shape[1] != self.code_dim or len(codes) != len(user_ids):
@@ -76,6 +85,7 @@ class CodeLog:
                 "item_id": pa.array(np.asarray(item_ids, np.int64)),
                 "score": pa.array(np.asarray(scores, np.float32)),
                 "code": pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel()), self.code_dim),
+                "expires": pa.array(np.asarray(expires_at, "datetime64[us]")),
             }
         ).cast(schema(self.code_dim))
         path = partition_dir(self.path, hour) / FILE_NAME
@@ -92,6 +102,7 @@ class CodeLog:
             scores=table["score"].to_numpy().astype(np.float32),
             codes=flat.astype(np.float32).reshape(table.num_rows, self.code_dim),
             created_at=pc.cast(table["ts"], pa.int64()).to_numpy().astype("datetime64[us]"),
+            expires_at=table["expires"].to_numpy(zero_copy_only=False).astype("datetime64[us]"),
         )
 
     def prune(self, before: datetime) -> int:

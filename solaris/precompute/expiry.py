@@ -1,15 +1,17 @@
-"""When a pair's code expires: at most ``ttl_hours`` after it was written, on an hour of the pair's own phase.
+"""When a pair's code expires: ``ttl_hours`` after it was written, unless its hour writes more codes than will
+expire in the hours before: then the hour's codes are spread over the last ``ttl_jitter_hours + 1`` hours of
+their TTL so that the expiring codes stand as level across those hours as they can, the whole TTL first.
 
-Without a spread, everything one run writes expires together and comes back to the FM together, so the FM's
-calls come in waves one TTL apart (a soak's day: 42-56k calls every 4th hour against 2-9k between). Each pair
-instead has a phase, a stable hash of (user, item) modulo ``ttl_jitter_hours + 1``, and its code expires at the
-last hour of its phase within ``[created + ttl_hours - ttl_jitter_hours, created + ttl_hours]``. A first write
-lives ``ttl_hours - phase offset`` hours; a pair written again when it expires lands on its phase, and where
-``ttl_jitter_hours + 1`` divides ``ttl_hours`` (the default 3 with a TTL of 4) lives the whole TTL from then on.
-So the phases spread the waves across the TTL and, once the first cycle has passed, cost no extra calls.
+Without it, what one heavy hour writes expires together and returns to the FM together, and the FM's calls
+come in waves one TTL apart (a soak's day: 42-56k calls every 4th hour against 2-9k between). A fixed phase
+per pair flattens them too, but costs wherever codes are rewritten late (the verifier selector rewrites a pair
+whenever it ranks again, not when it expires): on the tiny replay, 10% more FM calls and 5.5 points of pair
+coverage. Levelling costs only where an hour is heavier than those around it: an hour that writes no more
+than what expires gives every code the whole TTL. No code ever lives longer than ``ttl_hours``.
 
-Every reader of freshness asks here (the store write, the code log's readers, the quality figures, the soak's
-check), so the rule is written once. Hours are whole: every precompute writes on an hour boundary.
+The loads are read from the code log's earlier hours, never the run's own, so a rerun plans the same
+expiries; each code's expiry is written beside it in the code log (and per row in the store), and every
+reader of freshness takes it from there (:func:`expires_of`).
 """
 
 from __future__ import annotations
@@ -21,51 +23,76 @@ import numpy as np
 from solaris.data.hourly import as_utc
 from solaris.precompute.codelog import CodeLog, Codes
 
-MICROS_PER_HOUR = 3_600_000_000
+HOUR = timedelta(hours=1)
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
 
-def phases(user_ids: np.ndarray, item_ids: np.ndarray, jitter_hours: int) -> np.ndarray:
-    """Each pair's phase in ``0..jitter_hours``: splitmix64 of the pair, the same on every machine and run."""
-    if jitter_hours == 0:
-        return np.zeros(len(user_ids), np.int64)
+def plan_expiry(
+    log: CodeLog, written: datetime, user_ids: np.ndarray, item_ids: np.ndarray, ttl_hours: int, jitter_hours: int
+) -> np.ndarray:
+    """Each code's expiry (datetime64[us]) for the codes written at the hour ``written``."""
+    if not 0 <= jitter_hours < ttl_hours:
+        raise ValueError(f"jitter_hours must be in 0..ttl_hours - 1 ({ttl_hours - 1}), got {jitter_hours}")
+    written = as_utc(written)
+    slots = [written + (ttl_hours - jitter_hours + k) * HOUR for k in range(jitter_hours + 1)]
+    expiring = np.zeros(len(slots), np.int64)
+    if jitter_hours:
+        earlier = log.read(written - (ttl_hours - 1) * HOUR, written)
+        expires = expires_of(earlier, ttl_hours)
+        expiring = np.array([(expires == _micros(slot)).sum() for slot in slots], np.int64)
+    take = level(expiring, len(user_ids))
+    slot_of = np.repeat(np.arange(len(slots))[::-1], take[::-1])  # the whole TTL first, in pair-hash order
+    planned = np.empty(len(user_ids), "datetime64[us]")
+    planned[np.argsort(pair_hash(user_ids, item_ids), kind="stable")] = np.array([_micros(s) for s in slots])[slot_of]
+    return planned
+
+
+def level(expiring: np.ndarray, n: int) -> np.ndarray:
+    """How many of ``n`` new codes each hour takes so that, with the ``expiring`` codes already due in it, the
+    hours end as level as they can: a water level raised over their loads, a remainder to the latest hours."""
+    loads = np.asarray(expiring, np.int64).copy()
+    take = np.zeros(len(loads), np.int64)
+    left = n
+    while left > 0:
+        low = loads == loads.min()
+        higher = loads[~low]
+        width = int(low.sum())
+        step = int(higher.min() - loads.min()) if len(higher) else left // width + 1
+        if step * width <= left:
+            take[low] += step
+            loads[low] += step
+            left -= step * width
+            continue
+        per, extra = divmod(left, width)
+        take[low] += per
+        take[np.flatnonzero(low)[::-1][:extra]] += 1
+        left = 0
+    return take
+
+
+def expires_of(codes: Codes, ttl_hours: int) -> np.ndarray:
+    """Each row's expiry in microseconds; a row logged before expiries were expires ``ttl_hours`` after it."""
+    created = codes.created_at.astype("datetime64[us]")
+    known = codes.expires_at.astype("datetime64[us]")
+    return np.where(np.isnat(known), created + np.timedelta64(ttl_hours, "h"), known).astype(np.int64)
+
+
+def fresh_codes(log: CodeLog, hour: datetime, ttl_hours: int) -> Codes:
+    """The code log's rows still fresh during the hour starting at ``hour``: written at or before it, expiring
+    after it (rows written ``ttl_hours`` or more before it have expired by then)."""
+    found = log.read(hour - (ttl_hours - 1) * HOUR, hour + HOUR)
+    keep = expires_of(found, ttl_hours) > _micros(hour)
+    return Codes(*(getattr(found, f)[keep] for f in Codes.__dataclass_fields__))
+
+
+def pair_hash(user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
+    """splitmix64 of the pair: the same order on every machine and run, unrelated to the ids' order."""
     with np.errstate(over="ignore"):
         x = np.asarray(user_ids).astype(np.uint64) * _MIX[0] ^ np.asarray(item_ids).astype(np.uint64)
         x = (x ^ (x >> np.uint64(30))) * _MIX[1]
         x = (x ^ (x >> np.uint64(27))) * _MIX[2]
-        x ^= x >> np.uint64(31)
-    return (x % np.uint64(jitter_hours + 1)).astype(np.int64)
+        return x ^ (x >> np.uint64(31))
 
 
-def expiry_hours(
-    user_ids: np.ndarray, item_ids: np.ndarray, created_hours: np.ndarray, ttl_hours: int, jitter_hours: int
-) -> np.ndarray:
-    """The hour (since the epoch) each code expires, from the hour it was written."""
-    if not 0 <= jitter_hours < ttl_hours:
-        raise ValueError(f"jitter_hours must be in 0..ttl_hours - 1 ({ttl_hours - 1}), got {jitter_hours}")
-    latest = np.asarray(created_hours, np.int64) + ttl_hours
-    return latest - (latest + phases(user_ids, item_ids, jitter_hours)) % (jitter_hours + 1)
-
-
-def expiry_micros(
-    user_ids: np.ndarray, item_ids: np.ndarray, created: np.ndarray, ttl_hours: int, jitter_hours: int
-) -> np.ndarray:
-    """:func:`expiry_hours` of codes written at ``created`` (datetime64[us] or microseconds), in microseconds."""
-    return expiry_hours(user_ids, item_ids, _hours(created), ttl_hours, jitter_hours) * MICROS_PER_HOUR
-
-
-def hour_index(t: datetime) -> int:
-    return int(np.datetime64(as_utc(t).replace(tzinfo=None), "us").astype(np.int64)) // MICROS_PER_HOUR
-
-
-def fresh_codes(log: CodeLog, hour: datetime, ttl_hours: int, jitter_hours: int) -> Codes:
-    """The code log's rows still fresh during the hour starting at ``hour``: written at or before it, expiring
-    after it (rows older than ``ttl_hours - 1`` hours before it have expired by then, whatever their phase)."""
-    found = log.read(hour - timedelta(hours=ttl_hours - 1), hour + timedelta(hours=1))
-    expires = expiry_hours(found.user_ids, found.item_ids, _hours(found.created_at), ttl_hours, jitter_hours)
-    keep = expires > hour_index(hour)
-    return Codes(*(getattr(found, f)[keep] for f in ("user_ids", "item_ids", "scores", "codes", "created_at")))
-
-
-def _hours(created: np.ndarray) -> np.ndarray:
-    return np.asarray(created).astype("datetime64[us]").astype(np.int64) // MICROS_PER_HOUR
+def _micros(t: datetime) -> int:
+    return int(np.datetime64(as_utc(t).replace(tzinfo=None), "us").astype(np.int64))

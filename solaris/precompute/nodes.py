@@ -15,7 +15,7 @@ staged tables, all of which a rerun reproduces.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
-from solaris.precompute.expiry import expiry_hours, hour_index
+from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
@@ -127,10 +127,7 @@ def coverage(run: HourRun, settings: Settings) -> Meta:
         else:
             log, codes = event_log(settings), code_log(settings, run)
             p = run.params
-            found = quality.figures(
-                store, run.embedding_version, log, codes, run.interval_start, p.ttl_hours, p.expiry_jitter_hours
-            )
-            meta |= found
+            meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, p.ttl_hours)
             store.record_run_figures(run.run_key, meta)
     return meta
 
@@ -220,21 +217,20 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
 
 
 def write_pairs(run: HourRun, settings: Settings) -> Meta:
-    """Every shard's codes to the code log, then to the store, each pair expiring on its phase
-    (:mod:`.expiry`): one transaction per expiry hour, the unit PostgreSQL partitions pair rows by."""
+    """Every shard's codes to the code log, then to the store, each with its expiry (:mod:`.expiry`): one
+    transaction per expiry hour, the unit PostgreSQL partitions pair rows by."""
     with timed({}) as meta, open_configured_store(settings) as store:
         stage = step_staging(settings, run, "write_pairs")
         table = pa.concat_tables([stage.read(CODES, s) for s in range(run.params.shards)])
         users, items = table["user_id"].to_numpy(), table["item_id"].to_numpy()
         scores = table["score"].to_numpy()
         codes = pc.list_flatten(table["code"]).to_numpy().reshape(table.num_rows, run.code_dim)
-        code_log(settings, run).write_hour(run.interval_start, users, items, scores, codes)
-        written = hour_index(run.interval_start)
-        p = run.params
-        expires = expiry_hours(users, items, np.full(len(users), written), p.ttl_hours, p.expiry_jitter_hours)
+        log, p = code_log(settings, run), run.params
+        expires = plan_expiry(log, run.interval_start, users, items, p.ttl_hours, p.expiry_jitter_hours)
+        log.write_hour(run.interval_start, users, items, scores, codes, expires)
         meta["pairs_written"] = 0
-        for hour in np.unique(expires):
-            at, mine = run.interval_start + timedelta(hours=int(hour) - written), expires == hour
+        for at in np.unique(expires):
+            mine = expires == at
             meta["pairs_written"] += store.write_pair_embeddings(
                 run.run_key,
                 run.embedding_version,
@@ -243,7 +239,7 @@ def write_pairs(run: HourRun, settings: Settings) -> Meta:
                 codes[mine],
                 scores[mine],
                 run.interval_start,
-                at,
+                at.astype(datetime).replace(tzinfo=UTC),
             )
     return meta
 

@@ -89,12 +89,12 @@ class PrecomputeParams:
         in_form=True,
     )
     ttl_hours: int = knob(4, "hours a pair embedding stays fresh", minimum=1, maximum=48, in_form=True)
-    # Each pair's code expires on an hour of its own phase within the last ttl_jitter_hours + 1 hours of its TTL
-    # (solaris.precompute.expiry): what one run writes no longer expires, and returns to the FM, all at once.
+    # An hour that writes more codes than will expire in the hours before it spreads them over the last
+    # ttl_jitter_hours + 1 hours of their TTL, levelling what expires, and so the FM's calls (solaris.precompute.expiry).
     ttl_jitter_hours: int = knob(
         3,
-        "a pair's code may expire up to this many hours before ttl_hours (at most ttl_hours - 1), on its own "
-        "phase, so that the FM's calls do not come in waves",
+        "hours before ttl_hours a code may expire, so that an hour heavier than those before it does not return "
+        "to the FM all at once (at most ttl_hours - 1; 0: every code lives ttl_hours)",
         minimum=0,
         maximum=47,
         in_form=True,

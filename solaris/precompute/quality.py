@@ -4,7 +4,7 @@ by serving tier and what the FM calls bought.
 A pair is a *hit* when it is requested as a candidate (a request's candidate list holds it) while it is fresh.
 
 - hit rate while fresh (``hit_rate_ttl``): of the pairs the run ``ttl_hours`` ago wrote, whose TTLs have all
-  ended (each pair's on its phase, :mod:`.expiry`), the share requested at any time while they were fresh; the honest figure, measured once it is final;
+  ended (each pair's own, :mod:`.expiry`), the share requested at any time while they were fresh; the honest figure, measured once it is final;
 - same-hour hit rate (``hit_rate``): of the pairs the previous run wrote, the share requested during the hour
   they were made for (a lower bound that undercounts every later hit; the health page and the replay plot it);
 - selector AUC (``requested_auc``): how well the verifier's score ranked that same run's scored pool by
@@ -21,7 +21,7 @@ was constant over the last hour and one read at its last instant gives what ever
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow.compute as pc
@@ -32,7 +32,7 @@ from solaris.enrichment.cohorts import log_cohorts
 from solaris.enrichment.tiers import FED_BY, feeding_tier, marginal_coverage, presence
 from solaris.models.metrics import auc
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.expiry import expiry_hours, hour_index
+from solaris.precompute.expiry import expires_of
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.scorelog import ScoreLog
 from solaris.store.base import FeatureStore
@@ -71,25 +71,21 @@ def hit_rate(log: EventLog, codes: CodeLog, interval_start: datetime) -> dict[st
     return {"hit_rate": hits / n_written, "previous_pairs": n_written, "previous_hits": hits}
 
 
-def hit_rate_ttl(
-    log: EventLog, codes: CodeLog, interval_start: datetime, ttl_hours: int, jitter_hours: int
-) -> dict[str, float]:
+def hit_rate_ttl(log: EventLog, codes: CodeLog, interval_start: datetime, ttl_hours: int) -> dict[str, float]:
     """Of the pairs the run at ``w = interval_start - ttl_hours`` wrote, each fresh over ``[w, its expiry)``
     (:mod:`.expiry`: at the latest ``interval_start``, so every window has ended), the share requested as a
     candidate at any time in its window.
 
     ``ttl_pairs``/``ttl_hits`` are the counts (to pool over hours); no ``hit_rate_ttl`` when that run wrote
-    nothing. ``ttl_hours`` and ``jitter_hours`` are this run's, assumed to be the earlier run's.
+    nothing. ``ttl_hours`` is this run's TTL, assumed to be the earlier run's.
     """
     written_at = interval_start - ttl_hours * HOUR
     written = codes.read(written_at, written_at + HOUR)
-    created = np.full(len(written.user_ids), hour_index(written_at))
-    expires = expiry_hours(written.user_ids, written.item_ids, created, ttl_hours, jitter_hours)
+    expires = expires_of(written, ttl_hours)
     hits = np.zeros(len(expires), bool)
-    for hour in np.unique(expires):
-        mine = expires == hour
-        until = written_at + int(hour - created[0]) * HOUR
-        requested = requested_pairs(log, written_at, until)
+    for until in np.unique(expires):
+        mine = expires == until
+        requested = requested_pairs(log, written_at, datetime.fromtimestamp(int(until) // 1_000_000, UTC))
         hits[mine] = requested_mask(written.user_ids[mine], written.item_ids[mine], *requested)
     found: dict[str, float] = {"ttl_pairs": len(hits), "ttl_hits": int(hits.sum())}
     return found | ({"hit_rate_ttl": float(hits.mean())} if len(hits) else {})
@@ -141,12 +137,11 @@ def figures(
     codes: CodeLog,
     interval_start: datetime,
     ttl_hours: int,
-    jitter_hours: int,
 ) -> dict[str, float]:
     """Every figure of this module for the run at ``interval_start``, as its ``coverage`` step records them."""
     previous = hit_rate(log, codes, interval_start)
     found = coverage(store, version, log, interval_start, fm_calls=int(previous["previous_pairs"]))
-    found |= previous | hit_rate_ttl(log, codes, interval_start, ttl_hours, jitter_hours)
+    found |= previous | hit_rate_ttl(log, codes, interval_start, ttl_hours)
     found |= requested_auc(log, codes.score_log, interval_start, ttl_hours)
     ceiling = hit_ceiling(pool_requested(found, int(found["ttl_pairs"])), int(found["ttl_pairs"]))
     return found | ({"hit_ceiling_ttl": ceiling} if ceiling is not None else {})

@@ -48,8 +48,7 @@ def user_vectors(run: HourRun, settings: Settings) -> Meta:
 
     with timed({}) as meta:
         start = run.interval_start
-        fresh = fresh_codes(code_log(settings, run), start, run.params.ttl_hours, run.params.expiry_jitter_hours)
-        pooled = np.unique(fresh.user_ids)
+        pooled = np.unique(fresh_codes(code_log(settings, run), start, run.params.ttl_hours).user_ids)
         active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
         ids = np.union1d(active, pooled)
         vectors = fm_user_vectors(pinned_fm(run, settings), ids)
@@ -114,7 +113,7 @@ def item_neighbours(run: HourRun, settings: Settings) -> Meta:
 
     with timed({}) as meta, open_configured_store(settings) as store:
         start, p = run.interval_start, run.params
-        pool = np.unique(fresh_codes(code_log(settings, run), start, p.ttl_hours, p.expiry_jitter_hours).item_ids)
+        pool = np.unique(fresh_codes(code_log(settings, run), start, p.ttl_hours).item_ids)
         ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
         vectors = item_vectors(pinned_fm(run, settings), ids)
         built = build_neighbours(ids, vectors, p.a2a_k, pool=pool)

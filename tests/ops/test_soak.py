@@ -31,7 +31,7 @@ from solaris.live.load import LAG
 from solaris.ops import procs
 from solaris.ops.stack import airflow_password
 from solaris.ops.stack_state import StackState, state_path
-from solaris.precompute.expiry import expiry_micros
+from solaris.precompute.expiry import expires_of
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run_files import code_log_of
 from solaris.serving.servedlog import read_served, served_dir
@@ -237,7 +237,7 @@ def check_no_row_served_past_its_ttl(settings: Settings, served: pd.DataFrame) -
     and that write was still fresh: the code log holds what every run wrote, and when. A row the cohort tier fed
     also has the pair input set, with its cohort's code, which the code log does not hold (its TTL:
     tests/store/test_store_cohorts.py); its reported tier is the first tier present, ``cohort`` or an item-side
-    one before it, so only the tier tells the user's own code apart. Each write expires on its pair's phase
+    one before it, so only the tier tells the user's own code apart. Each write expires when the code log says
     (solaris.precompute.expiry), at most ``ttl_hours`` after it."""
     params = PrecomputeParams()
     ttl = timedelta(hours=params.ttl_hours)
@@ -252,20 +252,15 @@ def check_no_row_served_past_its_ttl(settings: Settings, served: pd.DataFrame) -
                 "user_id": written.user_ids,
                 "item_id": written.item_ids,
                 "written_at": pd.to_datetime(written.created_at, utc=True),
+                "expires_at": pd.to_datetime(expires_of(written, params.ttl_hours), unit="us", utc=True),
             }
         ).sort_values("written_at")
+        assert (writes["expires_at"] <= writes["written_at"] + ttl).all(), f"{version}: a code outlived its TTL"
         found = pd.merge_asof(
             rows.sort_values("ts"), writes, left_on="ts", right_on="written_at", by=["user_id", "item_id"]
         )
         assert found["written_at"].notna().all(), f"{version}: pair codes served that no run wrote"
-        expires = expiry_micros(
-            found["user_id"].to_numpy(),
-            found["item_id"].to_numpy(),
-            found["written_at"].dt.tz_localize(None).to_numpy(),
-            params.ttl_hours,
-            params.expiry_jitter_hours,
-        )
-        stale = found[found["ts"] >= pd.Series(pd.to_datetime(expires, unit="us", utc=True), index=found.index)]
+        stale = found[found["ts"] >= found["expires_at"]]
         assert stale.empty, f"{version}: {len(stale)} rows served past their TTL:\n{stale.head()}"
 
 

@@ -27,7 +27,8 @@ VERSION, DIM = "fm3-ae2-d4", 4
 
 def _write(log: CodeLog, hour: datetime, n: int = 2) -> None:
     ids = np.arange(n, dtype=np.int64)
-    log.write_hour(hour, ids, ids + 100, np.ones(n, np.float32), np.ones((n, DIM), np.float32))
+    expires = np.full(n, np.datetime64(hour.replace(tzinfo=None) + timedelta(hours=4), "us"))
+    log.write_hour(hour, ids, ids + 100, np.ones(n, np.float32), np.ones((n, DIM), np.float32), expires)
 
 
 def test_prune_removes_the_hours_before_the_cutoff_only_and_is_idempotent(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
-"""When a pair's code expires (solaris.precompute.expiry): on its phase, never past the TTL, the whole TTL once it
-is rewritten on its phase; the waves of FM calls flatten; and every reader of freshness follows the same rule."""
+"""When a code expires (solaris.precompute.expiry): the whole TTL unless its hour is heavier than those before
+it, never past the TTL, planned the same on a rerun; the waves of FM calls flatten at no cost where rewrites come
+late; and every reader of freshness takes each code's own expiry from the code log."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -12,97 +13,127 @@ from precompute_logs import T0, build_log
 
 from solaris.precompute import quality
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.expiry import expiry_hours, expiry_micros, fresh_codes, hour_index, phases
-from solaris.precompute.params import PrecomputeParams
+from solaris.precompute.expiry import expires_of, fresh_codes, level, plan_expiry
 
 H = timedelta(hours=1)
-RNG = np.random.default_rng(0)
-USERS, ITEMS = RNG.integers(0, 2**40, 20_000), RNG.integers(0, 2**40, 20_000)
+DIM = 2
 
 
-@pytest.mark.parametrize(("ttl", "jitter"), [(4, 0), (4, 1), (4, 3), (6, 2), (1, 0)])
-def test_a_code_expires_on_its_phase_within_the_last_hours_of_its_ttl(ttl: int, jitter: int) -> None:
-    created = RNG.integers(490_000, 500_000, len(USERS))
-
-    expires = expiry_hours(USERS, ITEMS, created, ttl, jitter)
-
-    life = expires - created
-    assert life.min() >= ttl - jitter and life.max() <= ttl  # never past the TTL, at least an hour
-    assert ((expires + phases(USERS, ITEMS, jitter)) % (jitter + 1) == 0).all()  # the pair's own phase
-    if jitter:  # the phases are spread evenly
-        shares = np.bincount(phases(USERS, ITEMS, jitter)) / len(USERS)
-        assert np.abs(shares - 1 / (jitter + 1)).max() < 0.02
+def _log(tmp_path: Path) -> CodeLog:
+    return CodeLog(tmp_path / "codes", "fm1-ae1-d2", DIM)
 
 
-def test_a_pair_rewritten_when_it_expires_lives_the_whole_ttl() -> None:
-    first = expiry_hours(USERS, ITEMS, np.full(len(USERS), 500_000), 4, 3)
+def _write(log: CodeLog, at: datetime, users: np.ndarray, ttl: int = 4, jitter: int = 3) -> np.ndarray:
+    """Plan and log one hour's codes of ``users`` (item = user + 1000), as write_pairs does."""
+    items = users + 1000
+    expires = plan_expiry(log, at, users, items, ttl, jitter)
+    log.write_hour(at, users, items, np.ones(len(users)), np.ones((len(users), DIM), np.float32), expires)
+    return expires
 
-    again = expiry_hours(USERS, ITEMS, first, 4, 3)
 
-    assert (again - first == 4).all()
+def _lives(expires: np.ndarray, at: datetime) -> np.ndarray:
+    return (expires - np.datetime64(at.replace(tzinfo=None), "us")) // np.timedelta64(1, "h")
+
+
+@pytest.mark.parametrize(
+    ("expiring", "n", "taken"),
+    [
+        ([0, 0, 0, 0], 400, [100, 100, 100, 100]),  # a first hour: spread evenly
+        ([120, 120, 120, 0], 30, [0, 0, 0, 30]),  # no heavier than what expires: the whole TTL
+        ([5, 3, 8, 0], 10, [1, 3, 0, 6]),  # levelled: 6, 6, 8, 6
+        ([0, 0, 0, 0], 3, [0, 1, 1, 1]),  # a remainder goes to the latest hours
+        ([7, 7, 7, 0], 0, [0, 0, 0, 0]),
+    ],
+)
+def test_level_raises_a_water_level_over_the_hours_loads(expiring: list[int], n: int, taken: list[int]) -> None:
+    assert level(np.array(expiring), n).tolist() == taken
+
+
+def test_a_first_hour_is_spread_and_an_hour_like_the_ones_before_lives_the_whole_ttl(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+
+    first = _lives(_write(log, T0, np.arange(4000)), T0)
+    second = _lives(_write(log, T0 + H, np.arange(4000, 5000)), T0 + H)
+
+    assert np.bincount(first).tolist() == [0, 1000, 1000, 1000, 1000]  # 1 to 4 hours, none past the TTL
+    assert (second == 4).all()  # 1,000 expire in each hour before: none needs to move
+    assert (_lives(_write(log, T0 + 2 * H, np.arange(5000, 5100), jitter=0), T0 + 2 * H) == 4).all()
+
+
+def test_a_rerun_plans_the_same_expiries(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    _write(log, T0, np.arange(3000))
+    users = np.arange(3000, 9000)
+
+    planned = _write(log, T0 + H, users)
+    again = _write(log, T0 + H, users)  # its own hour's codes are in the log now: not read as load
+
+    assert (planned == again).all() and len(np.unique(planned)) > 1
 
 
 @pytest.mark.parametrize(("jitter", "flat"), [(0, False), (3, True)])
-def test_pairs_always_wanted_call_the_fm_in_waves_without_a_spread_and_flat_with_it(jitter: int, flat: bool) -> None:
-    """Every pair is wanted every hour and first written at hour 0: each hour the FM embeds the pairs whose
-    code has expired, as the precompute does (the still-fresh are dropped)."""
-    expires = np.zeros(len(USERS), np.int64)
+def test_the_same_pairs_wanted_every_hour_call_the_fm_in_waves_without_levelling(
+    tmp_path: Path, jitter: int, flat: bool
+) -> None:
+    """Every pair is wanted every hour and first written at once; each hour the FM embeds those whose code has
+    expired (the still fresh are dropped), as the precompute does."""
+    log, users = _log(tmp_path / str(jitter)), np.arange(8000)
+    expires = np.full(len(users), np.datetime64("1970-01-01", "us"))
     calls = []
-    for hour in range(48):
-        due = expires <= hour
+    for hour in range(24):
+        at = T0 + hour * H
+        due = expires <= np.datetime64(at.replace(tzinfo=None), "us")
         calls.append(int(due.sum()))
-        expires[due] = expiry_hours(USERS[due], ITEMS[due], np.full(int(due.sum()), hour), 4, jitter)
-    later = np.array(calls[4:])  # after the first cycle
+        expires[due] = _write(log, at, users[due], jitter=jitter)
+    later = np.array(calls[4:])
 
-    assert bool(later.max() / later.mean() <= 1.1) == flat, later.tolist()
-    # The spread costs at most one extra write a pair over the two days: the first codes' shorter lives.
-    assert len(USERS) * 12 <= sum(calls) <= len(USERS) * 13
-    if not jitter:
-        assert later.max() / later.mean() == pytest.approx(4.0)  # one wave every fourth hour
+    assert bool(later.max() / later.mean() <= 1.05) == flat, calls
+    assert sum(calls) <= len(users) * 7  # levelling costs the first codes' shorter lives, no more
 
 
-def test_the_fresh_codes_of_an_hour_follow_each_pairs_expiry(tmp_path: Path) -> None:
-    codes = CodeLog(tmp_path / "codes", "fm1-ae1-d2", 2)
-    users, items = np.arange(400), np.arange(400) + 7
-    for back in range(5):
-        at = T0 - back * H
-        codes.write_hour(at, users, items, np.ones(400), np.ones((400, 2), np.float32))
-    read = codes.read(T0 - 4 * H, T0 + H)
-    expires = expiry_micros(read.user_ids, read.item_ids, read.created_at, 4, 3)
-    hour_start = hour_index(T0) * 3_600_000_000
-
-    fresh = fresh_codes(codes, T0, 4, 3)
-
-    expected = (expires > hour_start) & (read.created_at.astype(np.int64) <= hour_start)
-    assert len(fresh.user_ids) == int(expected.sum()) > 0
-    assert fresh_codes(codes, T0, 4, 0).created_at.min() == np.datetime64((T0 - 3 * H).replace(tzinfo=None), "us")
+def test_late_rewrites_keep_the_whole_ttl(tmp_path: Path) -> None:
+    """Pairs rewritten whenever they rank again, not when they expire (the verifier): a steady hour is no heavier
+    than what expires before it, so its codes live the whole TTL, as without levelling."""
+    log, rng = _log(tmp_path), np.random.default_rng(0)
+    for hour in range(12):
+        users = rng.choice(50_000, 2000, replace=False) + hour * 50_000
+        lives = _lives(_write(log, T0 + hour * H, users), T0 + hour * H)
+    assert np.mean(lives == 4) > 0.95
 
 
-def test_hit_while_fresh_counts_a_request_only_before_the_pairs_own_expiry(tmp_path: Path) -> None:
-    written = T0 - 4 * H
-    users = np.arange(200)
-    items = users + 1000
-    expires = expiry_hours(users, items, np.full(200, hour_index(written)), 4, 3) - hour_index(written)
-    late = users[expires == 2][0]  # its code lived 2 h: a request in the 3rd hour is past it
-    kept = users[expires == 4][0]
-    log = build_log(
-        tmp_path / "log", [(written + 2 * H + timedelta(minutes=5), int(u), [int(u) + 1000]) for u in (late, kept)]
+def test_fresh_codes_and_hit_while_fresh_take_each_codes_own_expiry(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    users = np.arange(400)
+    expires = _write(log, T0, users)
+    lives = _lives(expires, T0)
+    short, whole = users[lives == 2][0], users[lives == 4][0]
+    events = build_log(
+        tmp_path / "log", [(T0 + 2 * H + timedelta(minutes=5), int(u), [int(u) + 1000]) for u in (short, whole)]
     )
-    codes = CodeLog(tmp_path / "codes", "fm1-ae1-d2", 2)
-    codes.write_hour(written, users, items, np.ones(200), np.ones((200, 2), np.float32))
 
-    spread = quality.hit_rate_ttl(log, codes, T0, 4, 3)
-    whole = quality.hit_rate_ttl(log, codes, T0, 4, 0)
+    fresh_at_2 = fresh_codes(log, T0 + 2 * H, 4)
+    judged = quality.hit_rate_ttl(events, log, T0 + 4 * H, 4)
 
-    assert (spread["ttl_pairs"], spread["ttl_hits"]) == (200, 1)  # the pair still fresh only
-    assert whole["ttl_hits"] == 2
+    assert sorted(fresh_at_2.user_ids.tolist()) == sorted(users[lives > 2].tolist())
+    assert (judged["ttl_pairs"], judged["ttl_hits"]) == (400, 1)  # the short-lived code had expired by then
 
 
-def test_the_spread_applies_below_the_ttl() -> None:
-    assert PrecomputeParams().expiry_jitter_hours == 3
-    assert PrecomputeParams(ttl_hours=2).expiry_jitter_hours == 1
-    assert PrecomputeParams(ttl_jitter_hours=0).expiry_jitter_hours == 0
-    with pytest.raises(ValueError, match="ttl_jitter_hours"):
-        PrecomputeParams(ttl_jitter_hours=-1)
+def test_an_hour_logged_before_expiries_expires_a_ttl_after_it(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    log.write_hour(
+        T0,
+        np.arange(3),
+        np.arange(3),
+        np.ones(3),
+        np.ones((3, DIM), np.float32),
+        np.full(3, np.datetime64("NaT"), "datetime64[us]"),
+    )
+
+    found = expires_of(log.read(T0, T0 + H), 4)
+
+    assert (found == int((T0 + 4 * H).timestamp()) * 1_000_000).all() and T0.tzinfo is UTC
+
+
+def test_the_jitter_must_leave_a_code_an_hour(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"jitter_hours must be in 0..ttl_hours - 1 \(3\)"):
-        expiry_hours(USERS, ITEMS, np.zeros(len(USERS), np.int64), 4, 4)
+        plan_expiry(_log(tmp_path), T0, np.arange(3), np.arange(3), 4, 4)

@@ -30,7 +30,9 @@ DIM = 2
 def _codes(tmp_path: Path, pairs: list[tuple[int, int]]) -> CodeLog:
     log = CodeLog(tmp_path / "precompute" / "codes", "fm1-ae1-d2", DIM)
     users, items = (np.array(x, np.int64) for x in zip(*pairs, strict=True))
-    log.write_hour(W, users, items, np.ones(len(pairs), np.float32), np.ones((len(pairs), DIM), np.float32))
+    n = len(pairs)
+    expires = np.full(n, np.datetime64("NaT"), "datetime64[us]")  # an hour logged before expiries: created + TTL
+    log.write_hour(W, users, items, np.ones(n, np.float32), np.ones((n, DIM), np.float32), expires)
     return log
 
 
@@ -45,11 +47,11 @@ def test_a_hit_is_a_request_at_any_hour_while_fresh_and_not_after(tmp_path: Path
     )
     codes = _codes(tmp_path, [(1, 10), (2, 20), (3, 30), (4, 40)])
 
-    found = quality.hit_rate_ttl(log, codes, END, TTL, 0)
+    found = quality.hit_rate_ttl(log, codes, END, TTL)
 
     assert found == {"ttl_pairs": 4, "ttl_hits": 1, "hit_rate_ttl": 0.25}
     assert quality.hit_rate(log, codes, W + H)["previous_hits"] == 0  # the same-hour rate misses that hit
-    assert quality.hit_rate_ttl(log, codes, END + H, TTL, 0) == {"ttl_pairs": 0, "ttl_hits": 0}  # nothing written
+    assert quality.hit_rate_ttl(log, codes, END + H, TTL) == {"ttl_pairs": 0, "ttl_hits": 0}  # nothing written
 
 
 POOL = [(1, 10), (1, 11), (2, 20), (2, 21), (3, 30)]  # (1, 10) and (2, 20) get requested

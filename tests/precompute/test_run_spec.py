@@ -67,16 +67,16 @@ def test_shards_are_stable_and_even_over_consecutive_ids() -> None:
 def test_code_log_replaces_an_hour_and_reads_a_window(tmp_path: Path) -> None:
     log = CodeLog(tmp_path, "fm1-ae1-d4", 4)
     rng = np.random.default_rng(0)
-    log.write_hour(T, np.arange(5), np.arange(5) + 10, rng.random(5), rng.random((5, 4)))
+    log.write_hour(T, np.arange(5), np.arange(5) + 10, rng.random(5), rng.random((5, 4)), _ttl_later(5, T))
     codes = rng.random((3, 4)).astype(np.float32)
-    log.write_hour(T, np.arange(3), np.arange(3), np.ones(3), codes)  # a rerun of the hour
-    log.write_hour(T + timedelta(hours=1), np.array([9]), np.array([9]), np.ones(1), codes[:1])
+    log.write_hour(T, np.arange(3), np.arange(3), np.ones(3), codes, _ttl_later(3, T))  # a rerun of the hour
+    log.write_hour(T + timedelta(hours=1), np.array([9]), np.array([9]), np.ones(1), codes[:1], _ttl_later(1, T))
     read = log.read(T, T + timedelta(hours=1))
     assert read.user_ids.tolist() == [0, 1, 2] and np.array_equal(read.codes, codes)
     assert (read.created_at == np.datetime64(T.replace(tzinfo=None), "us")).all()
     assert len(log.read(T, T + timedelta(hours=2)).user_ids) == 4
     with pytest.raises(ValueError, match=r"codes must be \[2, 4\]"):
-        log.write_hour(T, np.arange(2), np.arange(2), np.ones(2), codes)
+        log.write_hour(T, np.arange(2), np.arange(2), np.ones(2), codes, _ttl_later(2, T))
 
 
 def test_knn_state_round_trip_and_the_newest_earlier_hour(tmp_path: Path) -> None:
@@ -92,3 +92,8 @@ def test_knn_state_round_trip_and_the_newest_earlier_hour(tmp_path: Path) -> Non
     np.testing.assert_array_equal(state.table.neighbour_ids, table.neighbour_ids)
     knn_state.prune(tmp_path, T + timedelta(hours=1))
     assert knn_state.load_before(tmp_path, T + timedelta(hours=1)) is None
+
+
+def _ttl_later(n: int, written: datetime) -> np.ndarray:
+    """Expiries as a 4-hour TTL sets them (solaris.precompute.expiry)."""
+    return np.full(n, np.datetime64(written.replace(tzinfo=None) + timedelta(hours=4), "us"))
