@@ -36,6 +36,7 @@ from solaris.precompute.run_files import (
     FM_BUDGET_COUNT,
     Meta,
     code_log,
+    code_log_of,
     event_log,
     staging,
     step_staging,
@@ -218,7 +219,9 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
 
 def write_pairs(run: HourRun, settings: Settings) -> Meta:
     """Every shard's codes to the code log, then to the store, each with its expiry (:mod:`.expiry`): one
-    transaction per expiry hour, the unit PostgreSQL partitions pair rows by."""
+    transaction per expiry hour, the unit PostgreSQL partitions pair rows by. A challenger in shadow writes the
+    champion's selection, and plans its expiries from the champion's code log: its pairs then expire as the
+    champion's do, and its pair tier is as full as the champion's when it is promoted."""
     with timed({}) as meta, open_configured_store(settings) as store:
         stage = step_staging(settings, run, "write_pairs")
         table = pa.concat_tables([stage.read(CODES, s) for s in range(run.params.shards)])
@@ -226,7 +229,12 @@ def write_pairs(run: HourRun, settings: Settings) -> Meta:
         scores = table["score"].to_numpy()
         codes = pc.list_flatten(table["code"]).to_numpy().reshape(table.num_rows, run.code_dim)
         log, p = code_log(settings, run), run.params
-        expires = plan_expiry(log, run.interval_start, users, items, p.ttl_hours, p.expiry_jitter_hours)
+        planned_by = log
+        if run.is_shadow:
+            from solaris.embedding_version import parse_embedding_version
+
+            planned_by = code_log_of(settings, run.shadow_of, parse_embedding_version(run.shadow_of).dim)
+        expires = plan_expiry(planned_by, run.interval_start, users, items, p.ttl_hours, p.expiry_jitter_hours)
         log.write_hour(run.interval_start, users, items, scores, codes, expires)
         meta["pairs_written"] = 0
         for at in np.unique(expires):
