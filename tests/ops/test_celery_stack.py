@@ -10,12 +10,17 @@ in-process runner of the same nodes leaves another.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil
 import pytest
+import torch
 from mlflow_state import own_registry
 from precompute_env import copy_chain, precompute_settings
 from stack_session import Api, left_behind, solaris, stack_up, task_log_tails, trigger_and_wait
@@ -89,7 +94,9 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
         reference = precompute_settings(trained[0], tmp_path / "reference").with_overrides(
             mlflow_tracking_uri=state.urls["mlflow"]
         )
-        with own_registry(reference):
+        # With the torch threads a worker's fresh process has: this one kept the session's training setting (1),
+        # and a matmul summed over other threads differs in a score's last bit (one row of 17,769, seen).
+        with own_registry(reference), torch_threads(default_torch_threads()):
             run_hour(reference, logical, CONF, clock=lambda: datetime(2030, 1, 1, tzinfo=UTC))
         marks.append(time.monotonic())
         with open_store(settings.store_url) as store:
@@ -107,3 +114,24 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
     )
     assert down.returncode == 0, down.stderr
     assert not (left := left_behind(state, started)), f"still running after stack down: {left}"
+
+
+def default_torch_threads() -> int:
+    """torch's intra-op threads in a fresh process, as every stack worker starts."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
