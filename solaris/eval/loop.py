@@ -25,7 +25,6 @@ from solaris.eval.figures import HourFigures
 from solaris.models.features import pair_key, segment_searchsorted, ts_micros
 from solaris.precompute import quality
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run import run_hour
 from solaris.precompute.run_files import code_log_of
 from solaris.serving import Ranker, Served
@@ -74,7 +73,6 @@ def replay_hours(
     log = EventLog(settings.world_dir())
     hours = list(hours)
     figures, ages = [], []
-    knobs = PrecomputeParams.from_mapping(params)
     for i, hour in enumerate(hours):
         started = time.perf_counter()
         result = run_hour(settings, hour, params, clock=lambda hour=hour: hour)
@@ -85,8 +83,8 @@ def replay_hours(
         # An hour with nothing to precompute (no requests before it) is skipped: it embedded nothing.
         found = hour_figures(hour, label, served_pairs, served, result["counts"].get("embedded", 0))
         found = found | {"hit_rate": quality.hit_rate(log, codes, hour + HOUR)["hit_rate"]}
-        found |= next_run_quality(ranker.store, log, codes, hour + HOUR, knobs.ttl_hours)
-        ages.append(staleness_hours(codes, hour, served_pairs, served, knobs.ttl_hours))
+        found |= next_run_quality(ranker.store, log, codes, hour + HOUR, int(params["ttl_hours"]))
+        ages.append(staleness_hours(codes, hour, served_pairs, served, int(params["ttl_hours"])))
         found["staleness_hours_mean"] = float(ages[-1].mean()) if len(ages[-1]) else None
         figures.append(HourFigures(**found))
         if progress:

@@ -22,6 +22,7 @@ import numpy as np
 
 from solaris.data.hourly import as_utc
 from solaris.precompute.codelog import CodeLog, Codes
+from solaris.store.codec import to_micros
 
 HOUR = timedelta(hours=1)
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
@@ -34,17 +35,19 @@ def plan_expiry(
     if not 0 <= jitter_hours < ttl_hours:
         raise ValueError(f"jitter_hours must be in 0..ttl_hours - 1 ({ttl_hours - 1}), got {jitter_hours}")
     written = as_utc(written)
-    slots = [written + (ttl_hours - jitter_hours + k) * HOUR for k in range(jitter_hours + 1)]
+    slots = np.array(
+        [to_micros(written + (ttl_hours - jitter_hours + k) * HOUR, "slot") for k in range(jitter_hours + 1)]
+    )
     expiring = np.zeros(len(slots), np.int64)
     if jitter_hours:
         earlier = log.read(written - (ttl_hours - 1) * HOUR, written)
         expires = expires_of(earlier, ttl_hours)
-        expiring = np.array([(expires == _micros(slot)).sum() for slot in slots], np.int64)
+        expiring = np.array([(expires == slot).sum() for slot in slots], np.int64)
     take = level(expiring, len(user_ids))
     slot_of = np.repeat(np.arange(len(slots))[::-1], take[::-1])  # the whole TTL first, in pair-hash order
-    planned = np.empty(len(user_ids), "datetime64[us]")
-    planned[np.argsort(pair_hash(user_ids, item_ids), kind="stable")] = np.array([_micros(s) for s in slots])[slot_of]
-    return planned
+    planned = np.empty(len(user_ids), np.int64)
+    planned[np.argsort(pair_hash(user_ids, item_ids), kind="stable")] = slots[slot_of]
+    return planned.astype("datetime64[us]")
 
 
 def level(expiring: np.ndarray, n: int) -> np.ndarray:
@@ -81,7 +84,7 @@ def fresh_codes(log: CodeLog, hour: datetime, ttl_hours: int) -> Codes:
     """The code log's rows still fresh during the hour starting at ``hour``: written at or before it, expiring
     after it (rows written ``ttl_hours`` or more before it have expired by then)."""
     found = log.read(hour - (ttl_hours - 1) * HOUR, hour + HOUR)
-    keep = expires_of(found, ttl_hours) > _micros(hour)
+    keep = expires_of(found, ttl_hours) > to_micros(as_utc(hour), "hour")
     return Codes(*(getattr(found, f)[keep] for f in Codes.__dataclass_fields__))
 
 
@@ -92,7 +95,3 @@ def pair_hash(user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:
         x = (x ^ (x >> np.uint64(30))) * _MIX[1]
         x = (x ^ (x >> np.uint64(27))) * _MIX[2]
         return x ^ (x >> np.uint64(31))
-
-
-def _micros(t: datetime) -> int:
-    return int(np.datetime64(as_utc(t).replace(tzinfo=None), "us").astype(np.int64))

@@ -15,7 +15,7 @@ staged tables, all of which a rerun reproduces.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,7 @@ from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.staging import expire_failed_staging
 from solaris.store import FeatureStore, open_configured_store
+from solaris.store.codec import from_micros
 from solaris.store.validate import finite_rows
 
 if TYPE_CHECKING:  # mlflow: imported only by the steps that use the registry
@@ -127,8 +128,7 @@ def coverage(run: HourRun, settings: Settings) -> Meta:
             meta |= {key: value for key, value in earlier.figures.items() if not key.startswith(SHADOW)}
         else:
             log, codes = event_log(settings), code_log(settings, run)
-            p = run.params
-            meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, p.ttl_hours)
+            meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, run.params.ttl_hours)
             store.record_run_figures(run.run_key, meta)
     return meta
 
@@ -247,7 +247,7 @@ def write_pairs(run: HourRun, settings: Settings) -> Meta:
                 codes[mine],
                 scores[mine],
                 run.interval_start,
-                at.astype(datetime).replace(tzinfo=UTC),
+                from_micros(int(at.astype(np.int64))),
             )
     return meta
 

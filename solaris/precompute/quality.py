@@ -21,7 +21,7 @@ was constant over the last hour and one read at its last instant gives what ever
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import pyarrow.compute as pc
@@ -36,6 +36,7 @@ from solaris.precompute.expiry import expires_of
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.scorelog import ScoreLog
 from solaris.store.base import FeatureStore
+from solaris.store.codec import to_micros
 
 INSTANT = timedelta(microseconds=1)
 
@@ -83,10 +84,10 @@ def hit_rate_ttl(log: EventLog, codes: CodeLog, interval_start: datetime, ttl_ho
     written = codes.read(written_at, written_at + HOUR)
     expires = expires_of(written, ttl_hours)
     hits = np.zeros(len(expires), bool)
-    for until in np.unique(expires):
-        mine = expires == until
-        requested = requested_pairs(log, written_at, datetime.fromtimestamp(int(until) // 1_000_000, UTC))
-        hits[mine] = requested_mask(written.user_ids[mine], written.item_ids[mine], *requested)
+    for hour in (written_at + k * HOUR for k in range(ttl_hours)):  # each hour of the log read once
+        fresh = expires > to_micros(hour, "hour")
+        requested = requested_pairs(log, hour, hour + HOUR)
+        hits |= fresh & requested_mask(written.user_ids, written.item_ids, *requested)
     found: dict[str, float] = {"ttl_pairs": len(hits), "ttl_hits": int(hits.sum())}
     return found | ({"hit_rate_ttl": float(hits.mean())} if len(hits) else {})
 
