@@ -5,9 +5,10 @@ For the hour starting at the end of the run's data interval, using only data bef
 lead VM's `solaris-vm-<name>@champion` (the first in `vms.toml`), the FM and AE it was trained with and the
 demand model, once for the whole run; **coverage** measures the last hour by tier; **candidates** guesses
 the pairs likely to be requested, with the last hour's misses and without pairs still fresh all hour;
-**exposures** writes every recent user's exposure counters as of the hour; **select** chooses what the FM
-embeds: by default the budget selector (P(requested while fresh) x the pair code's gain, the best
-`fm_budget` pairs), or the verifier (the lead VM's top `top_fraction`); **embed_shard** embeds and
+**exposures** writes every recent user's exposure counters as of the hour; **score**, **cut** and **select**
+choose what the FM embeds: by default the budget selector (P(requested while fresh) x the pair code's gain, the
+best `fm_budget` pairs), or the verifier (the lead VM's top `top_fraction`), each user shard (`user_shards`
+tasks) scoring and taking its own users' pairs up to the cut found over all of them; **embed_shard** embeds and
 compresses one shard, mapped over `shards` tasks in the `gpu` pool and queue; then the five tiers are written
 with TTL `ttl_hours` (pair codes, user aggregates, similar users, similar items, new-user cohorts), the
 same for a chain awaiting promotion (`shadow_*`, no-ops without one), **expire** sweeps expired rows,
@@ -37,7 +38,7 @@ from solaris.assets import VM_CHAMPION
 from solaris.dag_defaults import DAG_DEFAULTS
 from solaris.live.timetable import live_or
 from solaris.precompute.params import FORM, airflow_param
-from solaris.precompute.pipeline import PRECOMPUTE, Step
+from solaris.precompute.pipeline import FAN_OUTS, PRECOMPUTE, Step
 
 
 def _settings() -> Any:
@@ -53,7 +54,7 @@ def _run(resolved: dict[str, Any]) -> Any:
 
 
 def _step_task(step: Step) -> Callable[..., Any]:
-    """The task that calls the step's code (``Step.node``); a per-shard step runs in the GPU pool and queue.
+    """The task that calls the step's code (``Step.node``); an FM-shard step runs in the GPU pool and queue.
 
     A step that finds nothing to precompute closes the run record as skipped and skips itself, which skips
     every task after it.
@@ -97,9 +98,13 @@ def solaris_precompute() -> None:
             raise AirflowFailException(str(exc)) from exc
         return nodes.resolve(_settings(), at, params, datetime.now(UTC))
 
-    @task
-    def shard_ids(resolved: dict[str, Any]) -> list[int]:
-        return list(range(_run(resolved).params.shards))
+    def shard_ids(fan_out: str) -> Callable[..., Any]:
+        def ids(resolved: dict[str, Any]) -> list[int]:
+            from solaris.precompute.run_files import shard_count
+
+            return list(range(shard_count(_run(resolved), fan_out)))
+
+        return task(task_id=f"{fan_out}_ids")(ids)
 
     @task
     def finish(resolved: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
@@ -125,12 +130,12 @@ def solaris_precompute() -> None:
         raise AirflowFailException(f"the run failed at {', '.join(failed) or 'an upstream task'}")
 
     resolved = resolve()
-    shards = shard_ids(resolved)
+    shards = {fan_out: shard_ids(fan_out)(resolved) for fan_out in FAN_OUTS}
     outputs: dict[str, Any] = {}
     for step in PRECOMPUTE.steps:
         step_task = _step_task(step)
-        if step.per_shard:
-            outputs[step.name] = step_task.partial(resolved=resolved).expand(shard=shards)
+        if step.mapped_over is not None:
+            outputs[step.name] = step_task.partial(resolved=resolved).expand(shard=shards[step.mapped_over])
         else:
             outputs[step.name] = step_task(resolved)
         for upstream in step.after:

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -60,11 +61,15 @@ class EventLog:
     def hours(self) -> list[datetime]:
         return hourly.hours_between(self.start, self.end)
 
-    def requests(self, start: datetime, end: datetime, columns: list[str] | None = None) -> pa.Table:
-        return hourly.read_range(self._part("requests"), start, end, REQUESTS, columns)
+    def requests(
+        self, start: datetime, end: datetime, columns: list[str] | None = None, user_ids: np.ndarray | None = None
+    ) -> pa.Table:
+        return hourly.read_range(self._part("requests"), start, end, REQUESTS, columns, user_ids)
 
-    def impressions(self, start: datetime, end: datetime, columns: list[str] | None = None) -> pa.Table:
-        return hourly.read_range(self._part("impressions"), start, end, IMPRESSIONS, columns)
+    def impressions(
+        self, start: datetime, end: datetime, columns: list[str] | None = None, user_ids: np.ndarray | None = None
+    ) -> pa.Table:
+        return hourly.read_range(self._part("impressions"), start, end, IMPRESSIONS, columns, user_ids)
 
     def iter_impressions(
         self, start: datetime, end: datetime, columns: list[str] | None = None

@@ -104,8 +104,10 @@ def read_range(
     end: datetime,
     schema: pa.Schema,
     columns: list[str] | None = None,
+    user_ids: np.ndarray | None = None,
 ) -> pa.Table:
-    """Rows with ``start <= ts < end``, opening only the partitions of those hours."""
+    """Rows with ``start <= ts < end``, opening only the partitions of those hours; of ``user_ids`` only, if
+    given, filtered as the files are scanned, so the other users' rows are never held."""
     start, end = as_utc(start), as_utc(end)
     files = [
         str(f) for hour in hours_between(start, end) for f in sorted(partition_dir(dataset_dir, hour).glob("*.parquet"))
@@ -116,11 +118,14 @@ def read_range(
     window = (ts >= pa.scalar(start, type=schema.field("ts").type)) & (
         ts < pa.scalar(end, type=schema.field("ts").type)
     )
+    if user_ids is not None:
+        window &= ds.field("user_id").isin(pa.array(np.unique(np.asarray(user_ids, np.int64))))
     return ds.dataset(files, schema=schema, format="parquet").to_table(columns=columns, filter=window)
 
 
-def prune_hours(dataset_dir: Path, before: datetime, file_name: str) -> int:
-    """Delete ``file_name`` in every hour partition that ends by ``before``; returns how many files went.
+def prune_hours(dataset_dir: Path, before: datetime, files: str) -> int:
+    """Delete the files matching ``files`` (a name or a glob) in every hour partition that ends by ``before``;
+    returns how many went.
 
     Each file is unlinked whole: a reader that opened it before keeps reading it, one that comes later
     finds no file for that hour (an empty hour), never half of one. Emptied ``hour=``/``dt=`` folders go
@@ -133,11 +138,12 @@ def prune_hours(dataset_dir: Path, before: datetime, file_name: str) -> int:
             hour = _hour_of(day.name, hour_dir.name)
             if hour is None or hour + HOUR > before:
                 continue
-            try:
-                (hour_dir / file_name).unlink()
-                removed += 1
-            except FileNotFoundError:  # an empty folder left behind, or a concurrent prune got there first
-                pass
+            for file in sorted(hour_dir.glob(files)):
+                try:
+                    file.unlink()
+                    removed += 1
+                except FileNotFoundError:  # a concurrent prune got there first
+                    pass
             _remove_if_empty(hour_dir)
         _remove_if_empty(day)
     return removed

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from solaris.models.layers import mlp
+from solaris.models.layers import forward_in_blocks, mlp
 
 # The lower tiers a pair code would replace: with a user aggregate, the pair code refines it; without one,
 # the pair code is all the FM gives (the neighbours' code is the only other tier). Keys of ``gains``.
@@ -67,14 +67,12 @@ class DemandModel(nn.Module):
         return torch.sigmoid(self.logits(x) + self.config.logit_offset)
 
 
-def predict(model: DemandModel, features: np.ndarray, batch_size: int = 262_144) -> np.ndarray:
+def predict(
+    model: DemandModel, features: np.ndarray, batch_size: int = 262_144, fixed_rows: int | None = None
+) -> np.ndarray:
     """P(requested while fresh) for each row, on the CPU (a few thousand FLOPs a row: moving data to a GPU
-    would cost more than the forward)."""
+    would cost more than the forward); with ``fixed_rows``, each row's alone (:func:`.layers.forward_in_blocks`)."""
     if features.ndim != 2 or features.shape[1] != len(model.config.features):
         raise ValueError(f"demand model expects {len(model.config.features)} features, got shape {features.shape}")
     model = model.cpu().eval()
-    with torch.inference_mode():
-        parts = [
-            model(torch.as_tensor(features[s : s + batch_size])).numpy() for s in range(0, len(features), batch_size)
-        ]
-    return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
+    return forward_in_blocks(model, features, batch_size, fixed_rows).astype(np.float64)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 from torch import nn
@@ -94,3 +96,22 @@ def resolve_device(name: str = "auto") -> torch.device:
 def base_logit(rates: np.ndarray | float) -> np.ndarray:
     rates = np.clip(np.asarray(rates, dtype=np.float64), 1e-4, 1 - 1e-4)
     return np.log(rates / (1 - rates))
+
+
+def forward_in_blocks(
+    forward: Callable[[torch.Tensor], torch.Tensor], matrix: np.ndarray, batch_size: int, fixed_rows: int | None
+) -> np.ndarray:
+    """``forward`` over the rows, ``batch_size`` at a time, or with ``fixed_rows`` exactly that many every call
+    (the last padded with zeros, their outputs dropped). A GEMM's kernel, and so an output's last bits, can
+    vary with the batch's shape; at one shape a row gets the same bits whichever rows share its batch, so a
+    pool scored whole or split among user shards scores alike."""
+    block = fixed_rows or batch_size
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(matrix), block):
+            part = np.asarray(matrix[start : start + block], np.float32)
+            rows = len(part)
+            if fixed_rows is not None and rows < block:
+                part = np.concatenate([part, np.zeros((block - rows, *part.shape[1:]), np.float32)])
+            out.append(forward(torch.as_tensor(part)).numpy()[:rows])
+    return np.concatenate(out) if out else np.zeros(0, np.float32)

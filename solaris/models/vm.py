@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from solaris.models.features import BASE_COLUMNS, TIERS, VM_BASE_COLUMNS, IdTable
-from solaris.models.layers import SideEmbedding, base_logit, mlp, shrink_embeddings
+from solaris.models.layers import SideEmbedding, base_logit, forward_in_blocks, mlp, shrink_embeddings
 
 BASE_VARIANT = "base"  # the VM without FM inputs: every other variant starts from it (from_base)
 VARIANTS = (BASE_VARIANT, "distilled", "solaris", "solaris_distilled")
@@ -122,15 +122,13 @@ def _ids_of(embedding: SideEmbedding) -> IdTable:
     return IdTable(embedding.features.cpu().numpy(), embedding.names)
 
 
-def score(model: VerticalModel, matrix: np.ndarray, batch_size: int = 65536) -> np.ndarray:
+def score(
+    model: VerticalModel, matrix: np.ndarray, batch_size: int = 65536, fixed_rows: int | None = None
+) -> np.ndarray:
+    """P(label) for each input row; with ``fixed_rows``, each row's alone (:func:`.layers.forward_in_blocks`)."""
     if matrix.ndim != 2 or matrix.shape[1] != len(model.config.columns()):
         raise ValueError(
             f"VM {model.config.variant} expects {len(model.config.columns())} input columns, got shape {matrix.shape}"
         )
     model = model.cpu().eval()
-    with torch.inference_mode():
-        out = [
-            model(torch.as_tensor(matrix[s : s + batch_size], dtype=torch.float32)).numpy()
-            for s in range(0, matrix.shape[0], batch_size)
-        ]
-    return np.concatenate(out) if out else np.zeros(0, np.float32)
+    return forward_in_blocks(model, matrix, batch_size, fixed_rows)

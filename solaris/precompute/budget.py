@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from solaris.precompute.ranking import pair_keys
+from solaris.precompute.selection import ranked, select_ranked
 
 FM_CALLS_PER_PAIR = 1.0
 
@@ -22,21 +22,23 @@ def pair_values(requested_probability: np.ndarray, gain: np.ndarray) -> np.ndarr
     return requested_probability * gain / FM_CALLS_PER_PAIR
 
 
-def select_within_budget(scored: pd.DataFrame, fm_budget: int, min_demand: float) -> pd.DataFrame:
-    """The ``fm_budget`` rows of highest ``score`` among those whose ``demand`` (P(requested while fresh)) is at
-    least ``min_demand`` (fewer when fewer are), best first; ties go to the lower user id, then the lower item
-    id, so a rerun selects the same pairs. ``forced`` is all False."""
+def check_budget(fm_budget: int, min_demand: float) -> None:
     if fm_budget < 1:
         raise ValueError(f"fm_budget must be a positive number of FM calls, got {fm_budget}")
     if not 0 <= min_demand <= 1:
         raise ValueError(f"min_demand must be a probability in [0, 1], got {min_demand}")
-    scored = scored[scored["demand"].to_numpy(np.float64) >= min_demand]
-    users = scored["user_id"].to_numpy(np.int64)
-    scores = scored["score"].to_numpy(np.float64)
-    if not np.isfinite(scores).all():
-        i = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise ValueError(f"scored pairs: row {i} (user {users[i]}) has score {scores[i]}")
-    keys, _ = pair_keys(users, scored["item_id"].to_numpy(np.int64))
-    by_pair = np.argsort(keys, kind="stable")
-    ranked = by_pair[np.argsort(-scores[by_pair], kind="stable")][:fm_budget]
-    return scored.iloc[ranked].assign(forced=False).reset_index(drop=True)
+
+
+def rank_by_value(scored: pd.DataFrame, min_demand: float) -> pd.DataFrame:
+    """The budget's ranking (:func:`~.selection.ranked`): the pairs at least ``min_demand`` likely to be
+    requested are eligible; none is forced (re-queued misses compete for the budget)."""
+    nothing = np.zeros(len(scored), bool)
+    return ranked(scored, nothing, scored["demand"].to_numpy(np.float64) >= min_demand, None, "scored pairs")
+
+
+def select_within_budget(scored: pd.DataFrame, fm_budget: int, min_demand: float) -> pd.DataFrame:
+    """The ``fm_budget`` rows of highest ``score`` among those whose ``demand`` (P(requested while fresh)) is at
+    least ``min_demand`` (fewer when fewer are), best first; ties go to the lower user id, then the lower item
+    id, so a rerun selects the same pairs. ``forced`` is all False."""
+    check_budget(fm_budget, min_demand)
+    return select_ranked(rank_by_value(scored, min_demand), fm_budget)

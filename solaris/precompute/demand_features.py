@@ -15,6 +15,7 @@ a pool of a few hundred thousand pairs takes well under a second.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -49,18 +50,64 @@ NAMES = (
 )
 
 
-def demand_features(log: EventLog, pool: pd.DataFrame, at: datetime, ttl_hours: int) -> np.ndarray:
+@dataclass(frozen=True)
+class ItemListings:
+    """What the features read of every user's requests: each item's listings in the last 1, 6 and 24 hours, and
+    the longest candidate list (positions are read as shares of it). A user shard's features read their own
+    users' requests and these, computed once an hour over all users, and come out as one task's would."""
+
+    item_ids: np.ndarray  # [n] int64, sorted
+    counts: np.ndarray  # [n, 3] int64: listings in the last 1, 6, 24 hours
+    list_width: int
+
+    def to_table(self) -> pa.Table:
+        table = pa.table({"item_id": self.item_ids, **{h: self.counts[:, i] for i, h in enumerate(ITEM_WINDOWS)}})
+        return table.replace_schema_metadata({LIST_WIDTH: str(self.list_width)})
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> ItemListings:
+        width = (table.schema.metadata or {}).get(LIST_WIDTH.encode())
+        if width is None:
+            raise ValueError(f"item listings table has no {LIST_WIDTH!r} in its schema metadata")
+        counts = np.stack([table[h].to_numpy().astype(np.int64) for h in ITEM_WINDOWS], axis=1).reshape(-1, 3)
+        return cls(table["item_id"].to_numpy().astype(np.int64), counts, int(width))
+
+
+ITEM_WINDOWS = {"item_listed_1h": 1, "item_listed_6h": 6, "item_listed_24h": int(LOOKBACK / HOUR)}
+LIST_WIDTH = "list_width"
+
+
+def item_listings(requests: pa.Table, at: datetime) -> ItemListings:
+    """:class:`ItemListings` of the requests of ``[at - 24 h, at)`` (``ts``, ``candidates``), all users'."""
+    requests = requests.filter(pc.greater_equal(requests["ts"], pa.scalar(as_utc(at) - LOOKBACK, requests["ts"].type)))
+    lists = requests["candidates"].combine_chunks()
+    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    listed_item = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    listed_age = np.repeat(_ages_hours(requests["ts"], as_utc(at)), lengths)
+    items = np.unique(listed_item)
+    counts = np.zeros((len(items), len(ITEM_WINDOWS)), np.int64)
+    for i, hours in enumerate(ITEM_WINDOWS.values()):
+        counts[:, i] = np.bincount(np.searchsorted(items, listed_item[listed_age < hours]), minlength=len(items))
+    return ItemListings(items, counts, max(int(lengths.max(initial=1)), 1))
+
+
+def demand_features(
+    log: EventLog, pool: pd.DataFrame, at: datetime, ttl_hours: int, listings: ItemListings | None = None
+) -> np.ndarray:
     """``[n, len(NAMES)]`` float32 features of each pair of the pool as of ``at`` (requests in ``[at - 24 h,
     at)``): a pool as the candidate generator makes it, whose ``covisit_strength`` is its own co-visit count.
 
     ``ttl_hours`` is the window the pair would be fresh for: "same time yesterday" counts the user's
-    requests in ``[at - 24 h, at - 24 h + ttl)``.
+    requests in ``[at - 24 h, at - 24 h + ttl)``. Given the hour's ``listings``, only the pool's users'
+    requests are read.
     """
     at = as_utc(at)
     users = pool["user_id"].to_numpy(np.int64)
     items = pool["item_id"].to_numpy(np.int64)
-    table = log.requests(at - LOOKBACK, at, columns=["ts", "user_id", "candidates"])
-    return _features(table, users, items, pool["covisit_strength"].to_numpy(np.float64), at, ttl_hours)
+    of_users = None if listings is None else np.unique(users)
+    table = log.requests(at - LOOKBACK, at, columns=["ts", "user_id", "candidates"], user_ids=of_users)
+    listings = item_listings(table, at) if listings is None else listings
+    return _features(table, users, items, pool["covisit_strength"].to_numpy(np.float64), at, ttl_hours, listings)
 
 
 def columns(features: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
@@ -78,7 +125,13 @@ def _ages_hours(ts: pa.ChunkedArray, at: datetime) -> np.ndarray:
 
 
 def _features(
-    table: pa.Table, users: np.ndarray, items: np.ndarray, covisit_strength: np.ndarray, at: datetime, ttl_hours: int
+    table: pa.Table,
+    users: np.ndarray,
+    items: np.ndarray,
+    covisit_strength: np.ndarray,
+    at: datetime,
+    ttl_hours: int,
+    listings: ItemListings,
 ) -> np.ndarray:
     n, horizon = len(users), LOOKBACK / HOUR
     out = np.zeros((n, len(NAMES)), np.float32)
@@ -112,7 +165,7 @@ def _features(
     listed_item = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
     listed_user = np.repeat(request_user, lengths)
     listed_age = np.repeat(request_age, lengths)
-    width = max(int(lengths.max(initial=1)), 1)
+    width = listings.list_width
     listed_pos = (np.arange(len(listed_item)) - np.repeat(np.cumsum(lengths) - lengths, lengths)) / width
     keys = _pair_key(listed_user, listed_item)
     order = np.lexsort((listed_age, keys))  # each pair's newest appearance first
@@ -132,13 +185,10 @@ def _features(
     # co-visitation: the candidate generator's own score for the pair (0 where it does not find it)
     out[:, column["pair_covisit_strength"]] = np.log1p(covisit_strength)
 
-    # the item's popularity in retrieval, now and over the day
-    listed_item = listed_item[order]
-    for name, hours in (("item_listed_1h", 1), ("item_listed_6h", 6), ("item_listed_24h", horizon)):
-        recent = listed_item[listed_age < hours]
-        ids, counts = np.unique(recent, return_counts=True)
-        pos, hit = _lookup(ids, items)
-        out[:, column[name]] = np.log1p(_gather(counts, pos, hit, 0))
+    # the item's popularity in retrieval, now and over the day, over every user's requests
+    pos, hit = _lookup(listings.item_ids, items)
+    for i, name in enumerate(ITEM_WINDOWS):
+        out[:, column[name]] = np.log1p(_gather(listings.counts[:, i], pos, hit, 0))
     return out
 
 

@@ -25,8 +25,7 @@ HISTORY_COLUMNS = ["user_id", "ts", "item_id", "click", "conversion"]
 
 def history_table(log: EventLog, user_ids: np.ndarray, before: datetime, hours: int) -> pa.Table:
     """Impressions of ``user_ids`` in ``[before - hours, before)``: all the history the FM may see."""
-    table = log.impressions(before - timedelta(hours=hours), before, HISTORY_COLUMNS)
-    return of_users(table, user_ids)
+    return log.impressions(before - timedelta(hours=hours), before, HISTORY_COLUMNS, user_ids)
 
 
 def of_users(impressions: pa.Table, user_ids: np.ndarray) -> pa.Table:

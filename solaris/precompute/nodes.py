@@ -26,14 +26,14 @@ from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
 from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
+from solaris.precompute.demand_features import LOOKBACK, item_listings
 from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, HISTORY, POOL, PRECOMPUTE, SELECTED, SHADOW
+from solaris.precompute.pipeline import CODES, HISTORY, ITEM_LISTINGS, POOL, PRECOMPUTE, SELECTED, SHADOW
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.run_files import (
     DEGENERATE,
-    FM_BUDGET_COUNT,
     Meta,
     code_log,
     code_log_of,
@@ -42,7 +42,6 @@ from solaris.precompute.run_files import (
     step_staging,
     timed,
 )
-from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
 from solaris.precompute.staging import expire_failed_staging
 from solaris.store import FeatureStore, open_configured_store
@@ -134,7 +133,8 @@ def coverage(run: HourRun, settings: Settings) -> Meta:
 
 
 def candidates(run: HourRun, settings: Settings) -> Meta:
-    """Speculative candidates plus last hour's misses, minus pairs an earlier run keeps fresh all hour.
+    """Speculative candidates plus last hour's misses, minus pairs an earlier run keeps fresh all hour, split
+    by user shard; and what the demand model reads of every user's requests (:class:`.ItemListings`).
 
     "Fresh all hour" is fresh at the hour's last instant: a row expiring at the hour's end still serves the
     whole hour. Rows start and expire on hour boundaries, so that is exactly "fresh at the start", and the
@@ -156,31 +156,13 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
                 f"{lookback:g} h before it"
             )
         kept = drop_still_fresh(pool, fresh, end - INSTANT)
-        staged = step_staging(settings, run, "candidates").write(POOL, kept)
+        stage = step_staging(settings, run, "candidates")
+        staged = stage.write(POOL, kept)
+        requests = log.requests(start - LOOKBACK, start, columns=["ts", "candidates"])
+        stage.write(ITEM_LISTINGS, item_listings(requests, start).to_table())
         meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
         meta |= {"requeued": len(requeued), "pool": len(pool), "still_fresh": len(pool) - len(kept)}
         meta["rows"] = staged["rows"]
-    return meta
-
-
-def select(run: HourRun, settings: Settings) -> Meta:
-    """The pairs the FM embeds, by the run's ``selector`` (:mod:`.selectors`), with their users' history; the
-    scored pool to the score log."""
-    from solaris.precompute.embedding import history_table
-
-    with timed({}) as meta:
-        stage = step_staging(settings, run, "select")
-        pool = stage.read(POOL).to_pandas()
-        codes = code_log(settings, run)
-        scored, chosen = SELECTORS[run.params.selector](run, settings, pool, codes)
-        codes.score_log.write_pool(run.interval_start, scored, chosen)
-        stage.write(SELECTED, chosen)
-        users = chosen["user_id"].to_numpy()
-        history = history_table(event_log(settings), users, run.interval_start, run.params.history_hours)
-        meta["history_rows"] = stage.write(HISTORY, history)["rows"]
-        meta |= {"selected": len(chosen), "forced": int(chosen["forced"].sum())}
-        if run.params.selector == "budget":  # the verifier spends a share of the pool instead
-            meta[FM_BUDGET_COUNT] = run.params.fm_budget
     return meta
 
 
@@ -200,7 +182,8 @@ def embed_shard(run: HourRun, settings: Settings, shard: int) -> Meta:
         stage = step_staging(settings, run, "embed_shard")
         selected = stage.read(SELECTED, columns=["user_id", "item_id", "score"])
         mine = shard_of(selected["user_id"].to_numpy(), run.params.shards) == shard
-        rows = selected.filter(pa.array(mine))
+        # In (user, item) order, so that the FM's batches, and the codes, are the same whatever the user shards.
+        rows = selected.filter(pa.array(mine)).sort_by([("user_id", "ascending"), ("item_id", "ascending")])
         registry.connect(settings)
         fm, ae = registry.load_fm(run.fm_version), registry.load_ae(run.ae_version)
         if not isinstance(fm, FoundationModel) or not isinstance(ae, Autoencoder):

@@ -105,6 +105,15 @@ class PrecomputeParams:
         4, "hours a challenger is precomputed in shadow before its coverage gate", minimum=1, maximum=48
     )
     shards: int = knob(2, "FM embedding tasks (mapped)", minimum=1, maximum=64, in_form=True)
+    # Every per-user step runs as this many tasks, each holding only its users (by a stable hash of the id), so
+    # that a worker's memory bounds the users a shard has, not the users there are.
+    user_shards: int = knob(
+        1,
+        "tasks each per-user step runs as, each with its share of the users (mapped)",
+        minimum=1,
+        maximum=256,
+        in_form=True,
+    )
     batch_size: int = knob(4096, "pairs per FM forward", minimum=64, maximum=65536, in_form=True)
     device: str = knob("auto", "FM device", choices=DEVICES, in_form=True)
     per_user_cap: int = knob(50, "speculative pairs selected per user at most", minimum=1)

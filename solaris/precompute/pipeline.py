@@ -1,5 +1,6 @@
 """The hourly precompute, declared once as data: its steps in order, the staged tables each reads and
-writes, and the step that fans out over shards in the ``gpu`` pool and queue.
+writes, and the steps that fan out: over user shards (the per-user work, on the ``default`` queue) and over
+FM shards (the embedding, in the ``gpu`` pool and queue).
 
 The ``solaris_precompute`` DAG builds its tasks from :data:`PRECOMPUTE`, :mod:`.run` executes it in one
 process, and the run record's timings and the main job's table list its steps. Every run also opens with
@@ -21,8 +22,15 @@ from solaris.airflow_env import GPU_POOL
 
 OPEN, CLOSE, ON_FAILURE = "resolve", "finish", "fail"
 SHADOW = "shadow_"  # the prefix of a shadow step's name, its staged tables and its counts and figures
-NODES, SHADOW_NODES, SIMILARITY_NODES = (f"solaris.precompute.{m}" for m in ("nodes", "shadow", "similarity_nodes"))
+NODES, SHADOW_NODES, SIMILARITY_NODES, SELECTION_NODES = (
+    f"solaris.precompute.{m}" for m in ("nodes", "shadow", "similarity_nodes", "selection_nodes")
+)
 NODE_REFERENCE = re.compile(r"[a-z_][a-z0-9_.]*:[a-z_][a-z0-9_]*")
+# The two fan-outs, each named by the knob that counts its tasks (solaris.precompute.params): FM shards split
+# the selected pairs among embedding tasks; user shards split the users, by a stable hash of the id
+# (solaris.precompute.spec.shard_of), so that no per-user task holds another shard's users.
+SHARDS, USER_SHARDS = "shards", "user_shards"
+FAN_OUTS = (SHARDS, USER_SHARDS)
 
 
 @dataclass(frozen=True)
@@ -31,27 +39,39 @@ class Staged:
 
     name: str
     description: str
-    per_shard: bool = False  # written once per shard, by a step mapped over shards
+    sharded_by: str | None = None  # a fan-out (FAN_OUTS): the table is written in that many parts, one a shard
+
+    def __post_init__(self) -> None:
+        if self.sharded_by not in (None, *FAN_OUTS):
+            raise ValueError(f"staged table {self.name!r}: sharded_by {self.sharded_by!r} is not one of {FAN_OUTS}")
 
     def file_name(self, shard: int | None = None) -> str:
-        if self.per_shard != (shard is not None):
-            need = "needs a shard" if self.per_shard else "has no shards"
+        if (self.sharded_by is not None) != (shard is not None):
+            need = "needs a shard" if self.sharded_by else "has no shards"
             raise ValueError(f"staged table {self.name!r} {need} (got shard={shard!r})")
         return self.name if shard is None else f"{self.name}-{shard}"
 
     def shadow(self) -> Staged:
         """The same table written for the shadow chain (:data:`SHADOW`), beside the champion's."""
-        return Staged(f"{SHADOW}{self.name}", f"{self.description}, for the shadow chain", self.per_shard)
+        return Staged(f"{SHADOW}{self.name}", f"{self.description}, for the shadow chain", self.sharded_by)
 
 
-POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour")
+POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour", USER_SHARDS)
+# What the demand model reads of every user's requests: each item's listings, counted over all users.
+ITEM_LISTINGS = Staged("item_listings", "each item's listings in the requests of the day before the hour")
+SCORED = Staged(
+    "scored", "the pool scored by the selector, in its rank order, each row's rank class beside it", USER_SHARDS
+)
+CUT = Staged("cut", "the last pair the selector takes, in the rank order over every user shard (none: all)")
 SELECTED = Staged(
-    "selected", "the pairs the selector chose, with their score (the budget selector's with their demand too)"
+    "selected",
+    "the pairs the selector chose, with their score (the budget selector's with their demand too)",
+    USER_SHARDS,
 )
 # The FM's history of the selected users, so that an embedding task needs no event log: a worker on the
 # ``gpu`` queue reaches only the staging and MLflow (no disk shared with the hosts that hold the logs).
-HISTORY = Staged("history", "impressions of the selected users in the FM's history window, as of the hour")
-CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", per_shard=True)
+HISTORY = Staged("history", "impressions of the selected users in the FM's history window, as of the hour", USER_SHARDS)
+CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", SHARDS)
 USER_VECTORS = Staged(
     "user_vectors", "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input"
 )
@@ -67,13 +87,19 @@ class Step:
     after: tuple[str, ...] = ()  # steps that must have finished (``resolve`` always has)
     reads: tuple[Staged, ...] = ()
     writes: tuple[Staged, ...] = ()
-    per_shard: bool = False  # one task per shard (``params.shards``), in the GPU pool and queue
+    # A fan-out (FAN_OUTS): one task per shard, each reading its own part of the tables sharded the same way
+    # and every part of the others; FM shards run in the GPU pool and queue.
+    mapped_over: str | None = None
     figures: bool = False  # its output is the hour's quality figures, not counts
     shadow: bool = False  # ``node`` run for the chain awaiting promotion (solaris.precompute.shadow.shadowed)
 
     @property
+    def per_shard(self) -> bool:
+        return self.mapped_over is not None
+
+    @property
     def pool(self) -> str | None:
-        return GPU_POOL if self.per_shard else None
+        return GPU_POOL if self.mapped_over == SHARDS else None
 
     def code(self) -> Callable[..., Any]:
         module, _, function = self.node.partition(":")
@@ -104,8 +130,14 @@ class Pipeline:
             made = {t for s in self.ancestors(step, seen) for t in s.writes}
             if missing := [t.name for t in step.reads if t not in made]:
                 raise ValueError(f"step {step.name!r} reads {missing}, which no step before it writes")
-            if wrong := [t.name for t in step.writes if t.per_shard != step.per_shard]:
-                raise ValueError(f"step {step.name!r} writes {wrong}: per-shard tables come from per-shard steps")
+            if step.mapped_over not in (None, *FAN_OUTS):
+                raise ValueError(f"step {step.name!r} is mapped over {step.mapped_over!r}, not one of {FAN_OUTS}")
+            # A mapped step writes its own part of tables sharded as it is; a step of its own writes whole tables,
+            # or every part of a user-sharded one (the split candidates hands to the per-user steps).
+            if wrong := [t.name for t in step.writes if step.per_shard and t.sharded_by != step.mapped_over]:
+                raise ValueError(f"step {step.name!r} writes {wrong}: a mapped step writes its own shard's part")
+            if wrong := [t.name for t in step.writes if not step.per_shard and t.sharded_by == SHARDS]:
+                raise ValueError(f"step {step.name!r} writes {wrong}: FM-shard tables come from the FM-shard steps")
             before = {s.name for s in self.ancestors(step, seen)}
             if step.figures and (beside := [s.name for s in seen.values() if s.figures and s.name not in before]):
                 raise ValueError(
@@ -137,20 +169,39 @@ PRECOMPUTE = Pipeline(
         # run record's figures with theirs added, so they run one after the other (checked below).
         Step("coverage", f"{NODES}:coverage", figures=True),
         Step("shadow_coverage", f"{SHADOW_NODES}:shadow_coverage", after=("coverage",), figures=True),
-        Step("candidates", f"{NODES}:candidates", writes=(POOL,)),
+        Step("candidates", f"{NODES}:candidates", writes=(POOL, ITEM_LISTINGS)),
         # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
         # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.
         Step(
             "exposures", "solaris.precompute.exposures:exposures", after=("coverage", "shadow_coverage", "candidates")
         ),
-        Step("select", f"{NODES}:select", after=("candidates",), reads=(POOL,), writes=(SELECTED, HISTORY)),
+        # The selection in three steps, so that no task holds every user's pool and the budget stays exact: each
+        # user shard scores and ranks its pool, one task finds the last pair taken over all shards from their
+        # heads, each shard takes its pairs up to it (solaris.precompute.selection).
+        Step(
+            "score",
+            f"{SELECTION_NODES}:score",
+            after=("candidates",),
+            reads=(POOL, ITEM_LISTINGS),
+            writes=(SCORED,),
+            mapped_over=USER_SHARDS,
+        ),
+        Step("cut", f"{SELECTION_NODES}:cut", after=("score",), reads=(SCORED,), writes=(CUT,)),
+        Step(
+            "select",
+            f"{SELECTION_NODES}:select",
+            after=("cut",),
+            reads=(SCORED, CUT),
+            writes=(SELECTED, HISTORY),
+            mapped_over=USER_SHARDS,
+        ),
         Step(
             "embed_shard",
             f"{NODES}:embed_shard",
             after=("select",),
             reads=(SELECTED, HISTORY),
             writes=(CODES,),
-            per_shard=True,
+            mapped_over=SHARDS,
         ),
         Step("write_pairs", f"{NODES}:write_pairs", after=("exposures", "embed_shard"), reads=(CODES,)),
         Step("aggregates", f"{NODES}:aggregates", after=("write_pairs",)),
@@ -173,7 +224,7 @@ PRECOMPUTE = Pipeline(
             after=("select",),
             reads=(SELECTED, HISTORY),
             writes=(SHADOW_CODES,),
-            per_shard=True,
+            mapped_over=SHARDS,
         ),
         Step(
             "shadow_write_pairs",

@@ -13,6 +13,7 @@ from typing import Any
 from solaris.config import Settings
 from solaris.precompute import nodes
 from solaris.precompute.pipeline import PRECOMPUTE
+from solaris.precompute.run_files import shard_count
 from solaris.precompute.spec import HourRun
 
 Clock = Callable[[], datetime]
@@ -38,7 +39,7 @@ def run_hour(
 
 
 def call_node(run: HourRun, settings: Settings, step: str, shard: int | None) -> dict[str, Any]:
-    """The declared step's code for the run (and the shard, for a step mapped over shards), in this process."""
+    """The declared step's code for the run (and the shard, for a mapped step), in this process."""
     node = PRECOMPUTE.step(step).code()
     return node(run, settings) if shard is None else node(run, settings, shard)
 
@@ -57,8 +58,9 @@ def run_resolved(
     try:
         outputs: dict[str, Any] = {}
         for step in PRECOMPUTE.steps:
-            if step.per_shard:
-                outputs[step.name] = [call(step.name, shard) for shard in range(run.params.shards)]
+            if step.mapped_over is not None:
+                shards = range(shard_count(run, step.mapped_over))
+                outputs[step.name] = [call(step.name, shard) for shard in shards]
             else:
                 outputs[step.name] = call(step.name, None)
         return nodes.finish(run, settings, resolved, outputs, clock())

@@ -11,7 +11,7 @@ from typing import Any
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute.codelog import CodeLog
-from solaris.precompute.pipeline import PRECOMPUTE, SHADOW
+from solaris.precompute.pipeline import FAN_OUTS, PRECOMPUTE, SHADOW
 from solaris.precompute.spec import HourRun
 from solaris.precompute.staging import Staging, StepStaging
 
@@ -32,9 +32,15 @@ def staging(settings: Settings, run: HourRun) -> Staging:
 def step_staging(settings: Settings, run: HourRun, step: str) -> StepStaging:
     """The staged tables ``step`` declares in :data:`~.pipeline.PRECOMPUTE`, and no others; on a shadow run,
     those of its ``shadow_`` step, under the same names."""
+    parts = {fan_out: shard_count(run, fan_out) for fan_out in FAN_OUTS}
     if run.is_shadow:
-        return StepStaging(staging(settings, run), PRECOMPUTE.step(SHADOW + step), shadow=True)
-    return StepStaging(staging(settings, run), PRECOMPUTE.step(step))
+        return StepStaging(staging(settings, run), PRECOMPUTE.step(SHADOW + step), parts, shadow=True)
+    return StepStaging(staging(settings, run), PRECOMPUTE.step(step), parts)
+
+
+def shard_count(run: HourRun, fan_out: str) -> int:
+    """How many tasks a fan-out has this run: the knob of its name (``shards``, ``user_shards``)."""
+    return int(getattr(run.params, fan_out))
 
 
 def code_log(settings: Settings, run: HourRun) -> CodeLog:

@@ -4,8 +4,10 @@ beside the code log of the same runs (:attr:`.codelog.CodeLog.score_log`).
 The code log keeps only the pairs a run chose; judging the selector needs the ones it passed over too. So
 every run logs each pair the selector scored, its score (the ``score`` column the selector ranked by) and
 whether it was selected; :func:`~.quality.requested_auc` asks, once the pairs' TTL has run out, how
-well that score ranked the pairs that were then requested. One file per hour, written atomically and replaced
-by a rerun of the hour; the ``expire`` step prunes it with the code log's retention.
+well that score ranked the pairs that were then requested. One file per hour and user shard (``scores-<shard>``),
+each written atomically and replaced by a rerun of its shard; a rerun of the whole hour clears the hour first
+(:meth:`ScoreLog.clear_hour`), so that no part of a run with more shards outlives it. The ``expire`` step prunes
+the hours with the code log's retention.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from solaris.data.hourly import floor_hour, partition_dir, prune_hours, read_ran
 from solaris.data.schema import TS
 from solaris.precompute.ranking import pair_keys
 
-FILE_NAME = "scores.parquet"
+FILES = "scores*.parquet"  # one a user shard; ``scores.parquet``, one an hour, before user shards
 
 SCHEMA = pa.schema(
     [
@@ -55,9 +57,16 @@ class ScoreLog:
         return Path(self.root) / self.version
 
     def write_hour(
-        self, hour: datetime, user_ids: np.ndarray, item_ids: np.ndarray, scores: np.ndarray, selected: np.ndarray
+        self,
+        hour: datetime,
+        user_ids: np.ndarray,
+        item_ids: np.ndarray,
+        scores: np.ndarray,
+        selected: np.ndarray,
+        shard: int = 0,
     ) -> Path:
-        """Replace ``hour``'s file with these rows (an empty pool still gets a file, as in the code log)."""
+        """Replace ``hour``'s file of user shard ``shard`` with these rows (an empty pool still gets a file, as
+        in the code log)."""
         n = len(user_ids)
         if not len(item_ids) == len(scores) == len(selected) == n:
             raise ValueError(f"score log rows differ in length: {n}, {len(item_ids)}, {len(scores)}, {len(selected)}")
@@ -71,17 +80,24 @@ class ScoreLog:
                 "selected": pa.array(np.asarray(selected, bool)),
             }
         ).cast(SCHEMA)
-        path = partition_dir(self.path, hour) / FILE_NAME
+        path = partition_dir(self.path, hour) / f"scores-{shard}.parquet"
         write_table_atomic(table, path, no_dictionary=("score",))
         return path
 
-    def write_pool(self, hour: datetime, scored: pd.DataFrame, chosen: pd.DataFrame) -> Path:
+    def clear_hour(self, hour: datetime) -> int:
+        """Delete ``hour``'s files, before a run of the hour writes them again; returns how many went."""
+        files = sorted(partition_dir(self.path, floor_hour(hour)).glob(FILES))
+        for file in files:
+            file.unlink(missing_ok=True)
+        return len(files)
+
+    def write_pool(self, hour: datetime, scored: pd.DataFrame, chosen: pd.DataFrame, shard: int = 0) -> Path:
         """The selector's input (``user_id``, ``item_id``, ``score``), each row flagged if ``chosen`` holds its pair."""
         users, items = scored["user_id"].to_numpy(np.int64), scored["item_id"].to_numpy(np.int64)
         in_users, in_items = chosen["user_id"].to_numpy(np.int64), chosen["item_id"].to_numpy(np.int64)
         keys, _ = pair_keys(np.r_[users, in_users], np.r_[items, in_items])
         selected = np.isin(keys[: len(users)], keys[len(users) :])
-        return self.write_hour(hour, users, items, scored["score"].to_numpy(np.float32), selected)
+        return self.write_hour(hour, users, items, scored["score"].to_numpy(np.float32), selected, shard)
 
     def read(self, start: datetime, end: datetime) -> Scores:
         """Every row scored by a run of an hour in ``[start, end)``."""
@@ -96,4 +112,4 @@ class ScoreLog:
 
     def prune(self, before: datetime) -> int:
         """Delete every hour that ends by ``before``; returns how many hour files went (as the code log's)."""
-        return prune_hours(self.path, before, FILE_NAME)
+        return prune_hours(self.path, before, FILES)

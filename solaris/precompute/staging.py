@@ -16,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from solaris.data.hourly import write_table_atomic
-from solaris.precompute.pipeline import Staged, Step
+from solaris.precompute.pipeline import USER_SHARDS, Staged, Step
+from solaris.precompute.spec import shard_of
 from solaris.store import FeatureStore
 
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
@@ -90,14 +93,26 @@ class Staging:
             pq.write_table(table, path, filesystem=self.fs, compression="zstd")
         return {"run": self.dag_run_key, "table": name, "path": path, "rows": table.num_rows}
 
-    def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
+    def read(self, name: str, columns: list[str] | None = None, rows: int | None = None) -> pa.Table:
+        """Table ``name``, or its first ``rows`` rows, read no further than they go."""
         path = self.table_path(name)
         if self.fs.get_file_info(path).type != pafs.FileType.File:
             raise FileNotFoundError(
                 f"staging table {name!r} of run {self.dag_run_key!r} not found at {path}; "
                 "did the task that writes it succeed?"
             )
-        return pq.read_table(path, columns=columns, filesystem=self.fs)
+        if rows is None:
+            return pq.read_table(path, columns=columns, filesystem=self.fs)
+        with self.fs.open_input_file(path) as source:
+            file = pq.ParquetFile(source)
+            batches, taken = [], 0
+            for batch in file.iter_batches(batch_size=min(max(rows, 1), 65_536), columns=columns):
+                if taken >= rows:
+                    break
+                batches.append(batch.slice(0, rows - taken))
+                taken += batches[-1].num_rows
+            schema = file.schema_arrow
+            return pa.Table.from_batches(batches, schema=pa.schema([schema.field(c) for c in columns or schema.names]))
 
     def exists(self) -> bool:
         return self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
@@ -115,20 +130,64 @@ class Staging:
 
 class StepStaging:
     """One step's view of the run's staging: it reads and writes only the tables its declaration names
-    (:mod:`.pipeline`), so the data flow a reader sees there is the one that runs."""
+    (:mod:`.pipeline`), so the data flow a reader sees there is the one that runs.
 
-    def __init__(self, staging: Staging, step: Step, shadow: bool = False) -> None:
+    A sharded table is one part a shard (``parts``: how many each fan-out has this run). A part of a table
+    sharded by user holds only its shard's users, checked on every write and read: a user task never takes
+    another shard's users. A step that is not mapped writes a user-sharded table whole, split here by the
+    users' shards, and reads a sharded table whole, every part in shard order, unless it names one.
+    """
+
+    def __init__(self, staging: Staging, step: Step, parts: Mapping[str, int], shadow: bool = False) -> None:
         self.staging = staging
         self.step = step
+        self.parts = dict(parts)
         self.shadow = shadow  # a shadow step: the tables its node names are the shadow chain's
 
     def write(self, table: Staged, data: pa.Table | pd.DataFrame, shard: int | None = None) -> dict[str, Any]:
         table = self._declared(table, self.step.writes, "write")
+        data = pa.Table.from_pandas(data, preserve_index=False) if isinstance(data, pd.DataFrame) else data
+        if table.sharded_by == USER_SHARDS and shard is None and not self.step.per_shard:
+            owner = self._shards_of(data)
+            written = [self._write_part(table, data.filter(pa.array(owner == s)), s) for s in range(self._count(table))]
+            return {"run": self.staging.dag_run_key, "table": table.name, "rows": sum(w["rows"] for w in written)}
+        return self._write_part(table, data, shard)
+
+    def read(
+        self, table: Staged, shard: int | None = None, columns: list[str] | None = None, rows: int | None = None
+    ) -> pa.Table:
+        """The table, or part ``shard`` of a sharded one (its first ``rows`` rows, if given)."""
+        table = self._declared(table, self.step.reads, "read")
+        if table.sharded_by is not None and shard is None:
+            return pa.concat_tables([self.read(table, s, columns, rows) for s in range(self._count(table))])
+        found = self.staging.read(table.file_name(shard), columns, rows)
+        if table.sharded_by == USER_SHARDS and "user_id" in found.column_names:
+            self._own_users(table, found, shard)
+        return found
+
+    def _write_part(self, table: Staged, data: pa.Table, shard: int | None) -> dict[str, Any]:
+        if table.sharded_by == USER_SHARDS:
+            self._own_users(table, data, shard)
         return self.staging.write(table.file_name(shard), data)
 
-    def read(self, table: Staged, shard: int | None = None, columns: list[str] | None = None) -> pa.Table:
-        table = self._declared(table, self.step.reads, "read")
-        return self.staging.read(table.file_name(shard), columns)
+    def _count(self, table: Staged) -> int:
+        if table.sharded_by not in self.parts:
+            raise ValueError(f"staged table {table.name!r} is sharded by {table.sharded_by!r}, whose count is unknown")
+        return self.parts[table.sharded_by]
+
+    def _shards_of(self, data: pa.Table) -> np.ndarray:
+        return shard_of(data["user_id"].to_numpy(), self.parts[USER_SHARDS])
+
+    def _own_users(self, table: Staged, data: pa.Table, shard: int | None) -> None:
+        if shard is None or not 0 <= shard < self._count(table):
+            raise ValueError(f"staged table {table.name!r}: shard {shard!r} is outside 0..{self._count(table) - 1}")
+        if len(outside := np.flatnonzero(self._shards_of(data) != shard)):
+            user = data["user_id"][int(outside[0])].as_py()
+            raise ValueError(
+                f"staged table {table.name!r} part {shard} holds {len(outside)} row(s) of other user shards (user "
+                f"{user} belongs to shard {int(self._shards_of(data)[outside[0]])}): a user shard's task takes only "
+                "its own users"
+            )
 
     def _declared(self, table: Staged, declared: tuple[Staged, ...], verb: str) -> Staged:
         if self.shadow and table.shadow() in declared:

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from solaris.precompute.fm_pool import REQUEUE, pair_arrays
-from solaris.precompute.ranking import group_rank, order_by, pair_keys
+from solaris.precompute.fm_pool import REQUEUE
+from solaris.precompute.selection import ranked, select_ranked
 
 
 def selection_budget(n_pairs: int, top_fraction: float) -> int:
@@ -26,47 +26,30 @@ def selection_budget(n_pairs: int, top_fraction: float) -> int:
     return math.ceil(round(top_fraction * n_pairs, 9))
 
 
-def _checked_scores(scored: pd.DataFrame, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-    if "score" not in scored.columns:
-        raise ValueError("scored pairs: missing column score (the verifier's output)")
-    scores = scored["score"].to_numpy(np.float64)
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if len(bad):
-        i = bad[0]
-        raise ValueError(f"scored pairs: row {i} (user {users[i]}, item {items[i]}) has score {scores[i]}")
-    return scores
+def speculative_quota(forced: np.ndarray, top_fraction: float) -> int:
+    return selection_budget(int((~forced).sum()), top_fraction)
+
+
+def requeued(scored: pd.DataFrame) -> np.ndarray:
+    """The forced rows: those whose ``source`` is ``requeue`` (none without a source column)."""
+    if "source" not in scored.columns:
+        return np.zeros(len(scored), bool)
+    return (scored["source"] == REQUEUE).to_numpy()
+
+
+def rank_top_fraction(scored: pd.DataFrame, per_user_cap: int | None) -> pd.DataFrame:
+    """The verifier's ranking (:func:`~.selection.ranked`): every speculative pair is eligible, within the cap."""
+    forced = requeued(scored)
+    return ranked(scored, forced, ~forced, per_user_cap, "scored pairs")
 
 
 def select_top_fraction(scored: pd.DataFrame, top_fraction: float, per_user_cap: int | None) -> pd.DataFrame:
     """The pairs to embed: every forced pair, then the best speculative pairs by verifier ``score``.
 
-    Forced pairs are the rows whose ``source`` is ``requeue`` (none without a source column). Of the
-    ``n`` speculative rows, exactly ``selection_budget(n, top_fraction)`` are taken (fewer only when the
-    cap leaves fewer eligible), best score first, skipping any pair that would give its user more than
+    Of the ``n`` speculative rows, exactly ``selection_budget(n, top_fraction)`` are taken (fewer only when
+    the cap leaves fewer eligible), best score first, skipping any pair that would give its user more than
     ``per_user_cap`` speculative pairs. Ties go to the lower user id, then the lower item id, so a rerun
     selects the same pairs. Returns the chosen rows, forced first, with a bool ``forced`` column added.
     """
-    if per_user_cap is not None and per_user_cap < 1:
-        raise ValueError(f"per_user_cap must be at least 1 or None, got {per_user_cap}")
-    users, items = pair_arrays(scored, "scored pairs")
-    scores = _checked_scores(scored, users, items)
-    forced = np.zeros(len(users), bool)
-    if "source" in scored.columns:
-        forced = (scored["source"] == REQUEUE).to_numpy()
-    budget = selection_budget(int((~forced).sum()), top_fraction)
-    keys, user_codes = pair_keys(users, items)
-    by_pair = np.argsort(keys, kind="stable")
-    repeats = np.flatnonzero(np.diff(keys[by_pair]) == 0)
-    if len(repeats):
-        i = by_pair[repeats[0] + 1]
-        raise ValueError(f"scored pairs: row {i} repeats pair (user {users[i]}, item {items[i]})")
-    # A stable sort by score on top of (user, item) order breaks score ties by user, then item.
-    ranked = by_pair[~forced[by_pair]]
-    ranked = ranked[np.argsort(-scores[ranked], kind="stable")]
-    if per_user_cap is not None:
-        per_user = order_by(user_codes[ranked], np.arange(len(ranked)))  # each user's pairs, best first
-        rank_in_user = np.empty(len(ranked), np.int64)
-        rank_in_user[per_user] = group_rank(user_codes[ranked][per_user])
-        ranked = ranked[rank_in_user < per_user_cap]
-    rows = np.r_[np.flatnonzero(forced), ranked[:budget]]
-    return scored.iloc[rows].assign(forced=forced[rows]).reset_index(drop=True)
+    quota = speculative_quota(requeued(scored), top_fraction)
+    return select_ranked(rank_top_fraction(scored, per_user_cap), quota)

@@ -12,7 +12,7 @@ from typing import Any
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL
 from solaris.eval.protocol import FM_REFRESH_HOURS, REPLAY_KNOBS
 from solaris.precompute.params import FORM, airflow_param
-from solaris.precompute.pipeline import CLOSE, OPEN, PRECOMPUTE, Pipeline
+from solaris.precompute.pipeline import CLOSE, FAN_OUTS, OPEN, PRECOMPUTE, SHARDS, Pipeline
 
 HEAVY = ("torch", "mlflow", "faiss", "pandas", "sqlalchemy", "numpy", "pyarrow")
 # The declarations a DAG file may import at parse time: stdlib-only modules (and their packages), and the live
@@ -62,6 +62,7 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
         "ttl_hours",
         "ttl_jitter_hours",
         "shards",
+        "user_shards",
         "batch_size",
         "device",
     }
@@ -141,21 +142,26 @@ def dag_edges(dag: Any) -> set[tuple[str, str]]:
 
 
 def declared_edges(pipeline: Pipeline = PRECOMPUTE) -> set[tuple[str, str]]:
-    """The task graph the declaration implies: resolve feeds every task, shard ids feed the per-shard step,
-    ``after`` orders the steps, finish takes every output, mark_failed watches them all."""
-    edges = {(OPEN, name) for name in (*pipeline.names, CLOSE, "mark_failed", "shard_ids")}
+    """The task graph the declaration implies: resolve feeds every task, each fan-out's shard ids feed the steps
+    mapped over it, ``after`` orders the steps, finish takes every output, mark_failed watches them all."""
+    ids = [f"{fan_out}_ids" for fan_out in FAN_OUTS]
+    edges = {(OPEN, name) for name in (*pipeline.names, CLOSE, "mark_failed", *ids)}
     for step in pipeline.steps:
         edges |= {(up, step.name) for up in step.after} | {(step.name, CLOSE), (step.name, "mark_failed")}
-        if step.per_shard:
-            edges.add(("shard_ids", step.name))
+        if step.mapped_over is not None:
+            edges.add((f"{step.mapped_over}_ids", step.name))
     return edges | {(CLOSE, "mark_failed")}
 
 
 def test_precompute_dag_task_graph_is_the_pipeline_declaration(dagbag: Any) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
     dag = dagbag.dags["solaris_precompute"]
     assert dag_edges(dag) == declared_edges()
     for step in PRECOMPUTE.steps:
-        assert (dag.task_dict[step.name].pool == GPU_POOL) == step.per_shard, step.name
+        assert (dag.task_dict[step.name].pool == GPU_POOL) == (step.mapped_over == SHARDS), step.name
+        assert isinstance(dag.task_dict[step.name], MappedOperator) == step.per_shard, step.name
+    assert dag.task_dict["select"].queue == "default"
 
 
 def test_the_graph_check_sees_a_declaration_that_drifts_from_the_dag(dagbag: Any) -> None:

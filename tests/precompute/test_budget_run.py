@@ -16,6 +16,7 @@ from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.precompute import nodes, run_files
 from solaris.precompute.run import run_hour
+from solaris.precompute.spec import HourRun
 from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
@@ -65,9 +66,20 @@ def selection(settings: Settings, at: datetime, params: dict[str, object]) -> pd
     from solaris.precompute.pipeline import SELECTED
 
     run = nodes.hour_run(nodes.resolve(settings, at, params, fixed_clock()))
-    nodes.candidates(run, settings)
-    nodes.select(run, settings)
+    select_through(settings, run)
     return run_files.step_staging(settings, run, "embed_shard").read(SELECTED).to_pandas()
+
+
+def select_through(settings: Settings, run: HourRun) -> None:
+    """The run's steps up to ``select``, each shard in turn, as the in-process runner calls them."""
+    from solaris.precompute.pipeline import PRECOMPUTE
+    from solaris.precompute.run import call_node
+
+    for name in ("candidates", "score", "cut", "select"):
+        step = PRECOMPUTE.step(name)
+        shards = range(run_files.shard_count(run, step.mapped_over)) if step.mapped_over else [None]
+        for shard in shards:
+            call_node(run, settings, name, shard)
 
 
 def test_min_demand_spends_no_call_on_unlikely_pairs(settings: Settings) -> None:
@@ -118,9 +130,8 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
     params = PARAMS | {"selector": "verifier", "top_fraction": 0.3}
     run_hour(settings, start, params, clock=fixed_clock)  # a store with fresh pairs and misses to re-queue
     run = nodes.hour_run(nodes.resolve(settings, start + timedelta(hours=1), params, fixed_clock()))
-    nodes.candidates(run, settings)
-    nodes.select(run, settings)
-    pool = run_files.step_staging(settings, run, "select").read(POOL).to_pandas()
+    select_through(settings, run)
+    pool = run_files.step_staging(settings, run, "score").read(POOL).to_pandas()
     vm = registry.load_vm(run.vm_name, run.vm_version)
     users, items = pool["user_id"].to_numpy(np.int64), pool["item_id"].to_numpy(np.int64)
     rows = np.zeros((len(users), len(vm.config.columns())), np.float32)  # every tier's code and flag 0: absent

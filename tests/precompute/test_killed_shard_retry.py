@@ -132,7 +132,11 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
         record = store.get_run(run_key(hour))
     assert record is not None and record.status == "running" and record.finished_at is None
     staged = Path(Staging(chaos.data_dir / "staging", run_key(hour)).path)
-    staged_tables = {"pool.parquet", "selected.parquet", "history.parquet", "codes-0.parquet"}
+    staged_tables = {
+        *(f"{table}-0.parquet" for table in ("pool", "scored", "selected", "history", "codes")),
+        "item_listings.parquet",
+        "cut.parquet",
+    }
     assert {p.name for p in staged.iterdir()} == staged_tables
     shard0 = pq.read_table(staged / "codes-0.parquet")
     assert shard0.num_rows > 0

@@ -6,31 +6,41 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from solaris.precompute.pipeline import (
     CODES,
+    CUT,
     HISTORY,
+    ITEM_LISTINGS,
     POOL,
     PRECOMPUTE,
+    SCORED,
     SELECTED,
     SHADOW,
     SHADOW_CODES,
     SHADOW_USER_VECTORS,
+    USER_SHARDS,
     USER_VECTORS,
     Pipeline,
     Step,
 )
+from solaris.precompute.spec import shard_of
 from solaris.precompute.staging import Staging, StepStaging
 
 
 def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert PRECOMPUTE.names[0] == "coverage" and PRECOMPUTE.step("embed_shard").per_shard
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
+    assert [s.name for s in PRECOMPUTE.steps if s.mapped_over == USER_SHARDS] == ["score", "select"]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
     assert writers == {
         POOL: "candidates",
+        ITEM_LISTINGS: "candidates",
+        SCORED: "score",
+        CUT: "cut",
         SELECTED: "select",
         HISTORY: "select",
         CODES: "embed_shard",
@@ -68,7 +78,9 @@ def step(name: str, **declared: object) -> Step:
         ((step("a"), step("b", after=("c",))), r"step 'b' runs after \['c'\]"),
         ((step("a"), step("a")), "step name 'a' is used twice"),
         ((step("finish"),), "step name 'finish' is used twice"),
-        ((step("embed", writes=(CODES,)),), "per-shard tables come from per-shard steps"),
+        ((step("embed", writes=(CODES,)),), "FM-shard tables come from the FM-shard steps"),
+        ((step("a", writes=(POOL,), mapped_over="shards"),), "a mapped step writes its own shard's part"),
+        ((step("a", mapped_over="items"),), r"step 'a' is mapped over 'items'"),
         ((step("a", writes=(POOL,)), step("b", reads=(POOL,))), r"step 'b' reads \['pool'\]"),  # no order
         ((step("a", figures=True), step("b", figures=True)), r"step 'b' records figures beside \['a'\]"),
         ((Step("a", "coverage"),), r"step 'a': its node 'coverage' is not a 'module:function'"),
@@ -100,23 +112,26 @@ def test_the_coverage_steps_cannot_run_side_by_side() -> None:
 
 
 def test_moving_a_step_before_its_input_breaks_the_declaration() -> None:
-    """Break the rule on purpose: select no longer after candidates."""
-    steps = tuple(replace(s, after=()) if s.name == "select" else s for s in PRECOMPUTE.steps)
-    with pytest.raises(ValueError, match="step 'select' reads"):
+    """Break the rule on purpose: score no longer after candidates."""
+    steps = tuple(replace(s, after=()) if s.name == "score" else s for s in PRECOMPUTE.steps)
+    with pytest.raises(ValueError, match="step 'score' reads"):
         Pipeline(steps)
+
+
+PARTS = {"shards": 2, "user_shards": 3}
 
 
 def test_a_step_reads_and_writes_only_its_declared_tables(tmp_path: Path) -> None:
     staging = Staging(tmp_path, "run-1")
     frame = pd.DataFrame({"user_id": [1], "item_id": [2]})
-    StepStaging(staging, PRECOMPUTE.step("candidates")).write(POOL, frame)
-    select = StepStaging(staging, PRECOMPUTE.step("select"))
-    assert select.read(POOL).num_rows == 1
-    with pytest.raises(ValueError, match="step 'select' does not write staged table 'pool'"):
-        select.write(POOL, frame)
-    with pytest.raises(ValueError, match=r"step 'select' does not read staged table 'user_vectors' \(declared: pool\)"):
-        select.read(USER_VECTORS)
-    embed = StepStaging(staging, PRECOMPUTE.step("embed_shard"))
+    StepStaging(staging, PRECOMPUTE.step("candidates"), PARTS).write(POOL, frame)
+    score = StepStaging(staging, PRECOMPUTE.step("score"), PARTS)
+    assert score.read(POOL).num_rows == 1
+    with pytest.raises(ValueError, match="step 'score' does not write staged table 'pool'"):
+        score.write(POOL, frame, 0)
+    with pytest.raises(ValueError, match=r"step 'score' does not read staged table 'user_vectors' \(declared: pool"):
+        score.read(USER_VECTORS)
+    embed = StepStaging(staging, PRECOMPUTE.step("embed_shard"), PARTS)
     with pytest.raises(ValueError, match="'codes' needs a shard"):
         embed.write(CODES, frame)
     assert embed.write(CODES, frame, 3)["table"] == "codes-3"
@@ -126,10 +141,34 @@ def test_a_shadow_step_names_the_champion_tables_and_gets_its_own(tmp_path: Path
     """The champion's node code runs unchanged for the shadow chain: the same table names, other files."""
     staging = Staging(tmp_path, "run-1")
     frame = pd.DataFrame({"user_id": [1], "item_id": [2]})
-    StepStaging(staging, PRECOMPUTE.step("select")).write(SELECTED, frame.assign(score=0.5))
-    embed = StepStaging(staging, PRECOMPUTE.step("shadow_embed_shard"), shadow=True)
+    select = StepStaging(staging, PRECOMPUTE.step("select"), PARTS)
+    for shard in range(PARTS["user_shards"]):
+        select.write(SELECTED, frame[shard_of(frame["user_id"].to_numpy(), 3) == shard].assign(score=0.5), shard)
+    embed = StepStaging(staging, PRECOMPUTE.step("shadow_embed_shard"), PARTS, shadow=True)
     assert embed.read(SELECTED).num_rows == 1  # the champion's selection
     assert embed.write(CODES, frame, 0)["table"] == "shadow_codes-0"
     with pytest.raises(FileNotFoundError):
-        StepStaging(staging, PRECOMPUTE.step("write_pairs")).read(CODES, 0)  # the champion's codes: none
-    assert StepStaging(staging, PRECOMPUTE.step("shadow_write_pairs"), shadow=True).read(CODES, 0).num_rows == 1
+        StepStaging(staging, PRECOMPUTE.step("write_pairs"), PARTS).read(CODES, 0)  # the champion's codes: none
+    shadow_write = StepStaging(staging, PRECOMPUTE.step("shadow_write_pairs"), PARTS, shadow=True)
+    assert shadow_write.read(CODES, 0).num_rows == 1
+
+
+def test_a_user_shard_holds_its_own_users_alone(tmp_path: Path) -> None:
+    """Split by the users' shards when a step of its own writes; a part with another shard's user is refused
+    on write and on read (break it on purpose: a part written behind the staging's back)."""
+    staging = Staging(tmp_path, "run-1")
+    users = np.arange(40)
+    frame = pd.DataFrame({"user_id": users, "item_id": users + 100})
+    assert StepStaging(staging, PRECOMPUTE.step("candidates"), PARTS).write(POOL, frame)["rows"] == 40
+    score = StepStaging(staging, PRECOMPUTE.step("score"), PARTS)
+    parts = [score.read(POOL, s)["user_id"].to_numpy() for s in range(3)]
+    assert sorted(np.concatenate(parts).tolist()) == users.tolist() and all(len(p) for p in parts)
+    for s, part in enumerate(parts):
+        assert (shard_of(part, 3) == s).all()
+    stranger = int(parts[1][0])
+    with pytest.raises(ValueError, match=rf"part 0 holds 1 row\(s\) of other user shards \(user {stranger} "):
+        score.write(SCORED, frame[frame["user_id"].isin([*parts[0], stranger])], 0)
+    staging.write("pool-0", frame[frame["user_id"].isin([*parts[0], stranger])])
+    with pytest.raises(ValueError, match="a user shard's task takes only its own users"):
+        score.read(POOL, 0)
+    assert score.read(POOL, 2).num_rows == len(parts[2])

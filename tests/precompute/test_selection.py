@@ -177,3 +177,49 @@ def test_nothing_to_check_makes_no_store_call(make_log: LogFactory) -> None:
     queued = requeue_misses(log, START, fresh)
     assert queued.empty and list(queued.columns) == ["user_id", "item_id", "source"]
     assert fresh.asked == []
+
+
+def select_over_shards(scored: pd.DataFrame, shards: int, rank, quota_of) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """What the run's score, cut and select steps do: rank each user shard, cut over the shards' heads, take."""
+    from solaris.precompute.selection import ELIGIBLE, FORCED, RANK_CLASS, cut_of, eligible_head, take
+    from solaris.precompute.spec import shard_of
+
+    owner = shard_of(scored["user_id"].to_numpy(), shards)
+    rankings = [rank(scored[owner == s].reset_index(drop=True)) for s in range(shards)]
+    speculative = sum(int((r[RANK_CLASS] != FORCED).sum()) for r in rankings)
+    quota = quota_of(speculative)
+    eligible = sum(int((r[RANK_CLASS] == ELIGIBLE).sum()) for r in rankings)
+    cut = cut_of([eligible_head(r).head(quota) for r in rankings], quota, eligible)
+    return pd.concat([take(r, cut) for r in rankings], ignore_index=True)
+
+
+@pytest.mark.parametrize("shards", [2, 3, 7])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_budget_is_exact_across_user_shards(shards: int, seed: int) -> None:
+    """Each shard takes its pairs up to the cut found over every shard's head: the pairs one task would take,
+    never one more than the budget, ties (scores rounded to 2 places) included."""
+    from solaris.precompute.budget import rank_by_value, select_within_budget
+
+    scored = scored_pairs(n_users=60, per_user=30, seed=seed)
+    scored["demand"] = np.random.default_rng(seed + 10).random(len(scored))
+    for budget, floor in ((1, 0.0), (97, 0.0), (400, 0.3), (5000, 0.0)):
+        whole = select_within_budget(scored, budget, floor)
+        sharded = select_over_shards(scored, shards, lambda r: rank_by_value(r, floor), lambda _: budget)
+        assert len(sharded) == len(whole) <= budget
+        assert as_pairs(sharded) == as_pairs(whole)
+
+
+@pytest.mark.parametrize("shards", [2, 5])
+def test_the_verifier_takes_the_same_pairs_across_user_shards(shards: int) -> None:
+    """Its quota is a share of every shard's speculative pairs, re-queued misses are forced, the cap is per user."""
+    from solaris.precompute.verifier import rank_top_fraction, selection_budget
+
+    scored = scored_pairs(n_users=50, per_user=20, seed=4)
+    scored["source"] = np.where(np.random.default_rng(5).random(len(scored)) < 0.1, REQUEUE, "recent")
+    whole = select_top_fraction(scored, top_fraction=0.2, per_user_cap=3)
+    sharded = select_over_shards(
+        scored, shards, lambda r: rank_top_fraction(r, 3), lambda speculative: selection_budget(speculative, 0.2)
+    )
+    assert whole["forced"].any() and len(sharded) == len(whole)
+    assert as_pairs(sharded) == as_pairs(whole)
+    assert as_pairs(sharded[sharded["forced"]]) == as_pairs(whole[whole["forced"]])
