@@ -22,7 +22,7 @@ def score(run: HourRun, settings: Settings, shard: int) -> Meta:
     with timed({"shard": shard}) as meta:
         stage = step_staging(settings, run, "score")
         pool = stage.read(POOL, shard).to_pandas()
-        scored = SELECTORS[run.params.selector].scored(run, settings, pool, code_log(settings, run), stage)
+        scored = SELECTORS[run.params.selector].rank_pool(run, settings, pool, code_log(settings, run), stage)
         meta["scored"] = stage.write(SCORED, scored, shard)["rows"]
     return meta
 

@@ -115,7 +115,7 @@ class Selector:
     rank: Callable[[pd.DataFrame, PrecomputeParams], pd.DataFrame]  # :func:`~.selection.ranked`, by its rule
     quota: Callable[[PrecomputeParams, int], int]  # pairs taken, given the speculative pairs over all shards
 
-    def scored(
+    def rank_pool(
         self, run: HourRun, settings: Settings, pool: pd.DataFrame, codes: CodeLog, stage: StepStaging
     ) -> pd.DataFrame:
         """The ranked pool; an empty shard (more shards than users) gets the columns without loading a model."""

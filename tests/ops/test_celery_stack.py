@@ -39,7 +39,16 @@ from solaris.training.jobs import TrainReport, World
 
 DAG = "solaris_precompute"
 # The verifier: this stack's fresh registry holds no demand model.
-CONF = {"shards": 4, "batch_size": 2048, "device": "cpu", "ttl_hours": 4, "top_fraction": 0.2, "selector": "verifier"}
+# The in-process reference runs the hour unsharded by user: the store must come out the same (issue #43 item 3).
+REFERENCE = {
+    "shards": 4,
+    "batch_size": 2048,
+    "device": "cpu",
+    "ttl_hours": 4,
+    "top_fraction": 0.2,
+    "selector": "verifier",
+}
+CONF = REFERENCE | {"user_shards": 3}
 GPU_TASKS = {"embed_shard", "shadow_embed_shard"}
 RUN_TIMEOUT_S = 600
 
@@ -84,20 +93,21 @@ def test_the_hourly_dag_runs_across_celery_workers_that_share_no_disk(
         ran = {(ti["task_id"], ti["map_index"]): (ti["queue"], ti["hostname"]) for ti in done}
         assert {ti["task_id"] for ti in instances if ti["state"] != "success"} == {"mark_failed"}  # never called
         assert sorted(i for task, i in ran if task == "embed_shard") == [0, 1, 2, 3]
+        assert sorted(i for task, i in ran if task == "select") == [0, 1, 2]  # on default, checked below
         for (task, index), placed in sorted(ran.items()):
             worker = "gpu" if task in GPU_TASKS else "default"
             assert placed == (worker, nodes[worker]), f"{task}[{index}] ran on {placed}, not the {worker} worker"
         gpu_data = worker_data_dir(settings, "gpu")
         assert not (gpu_data / "worlds").exists(), "the gpu worker's tasks found an event log they must not need"
 
-        # The same hour by the in-process runner, into a store and data folder of its own, same registry.
+        # The same hour by the in-process runner, one user shard, into a store and data folder of its own, same registry.
         reference = precompute_settings(trained[0], tmp_path / "reference").with_overrides(
             mlflow_tracking_uri=state.urls["mlflow"]
         )
         # With the torch threads a worker's fresh process has: this one kept the session's training setting (1),
         # and a matmul summed over other threads differs in a score's last bit (one row of 17,769, seen).
         with own_registry(reference), torch_threads(default_torch_threads()):
-            run_hour(reference, logical, CONF, clock=lambda: datetime(2030, 1, 1, tzinfo=UTC))
+            run_hour(reference, logical, REFERENCE, clock=lambda: datetime(2030, 1, 1, tzinfo=UTC))
         marks.append(time.monotonic())
         with open_store(settings.store_url) as store:
             record = store.get_run(run_key(logical.replace(minute=0)))
