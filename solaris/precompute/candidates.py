@@ -29,6 +29,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Priority order: a pair found by several sources keeps the first, and the per-user cap keeps pairs from
 # earlier sources first (what a user was shown is better evidence than what is merely popular).
 SOURCES = ("recent", "covisit", "popular")
+REQUEST_COLUMNS = ["ts", "user_id", "candidates"]
 
 
 @dataclass(frozen=True)
@@ -187,11 +188,23 @@ def generate_candidates(
     kept it (0 where co-visitation does not find it): the demand model reads it from here, not by counting
     co-visits again.
     """
+    start = as_utc(interval_start)
+    requests = log.requests(start - config.lookback, start, columns=REQUEST_COLUMNS)
+    return candidates_from(requests, interval_start, interval_end, config)
+
+
+def candidates_from(
+    requests: pa.Table,
+    interval_start: datetime,
+    interval_end: datetime,
+    config: CandidateConfig = CandidateConfig(),  # noqa: B008 (frozen, so sharing it is safe)
+) -> pd.DataFrame:
+    """:func:`generate_candidates` from the requests it reads (:data:`REQUEST_COLUMNS` of ``[interval_start -
+    lookback, interval_start)``), for a caller that reads them for something else too."""
     start, end = as_utc(interval_start), as_utc(interval_end)
     if end <= start:
         raise ValueError(f"interval [{start.isoformat()}, {end.isoformat()}) is empty")
-    table = log.requests(start - config.lookback, start, columns=["ts", "user_id", "candidates"])
-    shown, users, items = _shown(table, start, config)
+    shown, users, items = _shown(requests, start, config)
     if not len(shown.item):
         return _empty()
     n_items = len(items)

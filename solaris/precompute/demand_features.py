@@ -50,6 +50,10 @@ NAMES = (
 )
 
 
+ITEM_WINDOWS = {"item_listed_1h": 1, "item_listed_6h": 6, "item_listed_24h": int(LOOKBACK / HOUR)}
+LIST_WIDTH = "list_width"
+
+
 @dataclass(frozen=True)
 class ItemListings:
     """What the features read of every user's requests: each item's listings in the last 1, 6 and 24 hours, and
@@ -73,22 +77,20 @@ class ItemListings:
         return cls(table["item_id"].to_numpy().astype(np.int64), counts, int(width))
 
 
-ITEM_WINDOWS = {"item_listed_1h": 1, "item_listed_6h": 6, "item_listed_24h": int(LOOKBACK / HOUR)}
-LIST_WIDTH = "list_width"
-
-
 def item_listings(requests: pa.Table, at: datetime) -> ItemListings:
-    """:class:`ItemListings` of the requests of ``[at - 24 h, at)`` (``ts``, ``candidates``), all users'."""
-    requests = requests.filter(pc.greater_equal(requests["ts"], pa.scalar(as_utc(at) - LOOKBACK, requests["ts"].type)))
+    """:class:`ItemListings` of the requests of ``[at - 24 h, at)``, all users' (``ts``, ``candidates``; any
+    older request is left out, so a caller may pass a longer window it read anyway)."""
     lists = requests["candidates"].combine_chunks()
     lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
     listed_item = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    listed_age = np.repeat(_ages_hours(requests["ts"], as_utc(at)), lengths)
+    request_age = _ages_hours(requests["ts"], as_utc(at))
+    listed_age = np.repeat(request_age, lengths)
     items = np.unique(listed_item)
     counts = np.zeros((len(items), len(ITEM_WINDOWS)), np.int64)
     for i, hours in enumerate(ITEM_WINDOWS.values()):
         counts[:, i] = np.bincount(np.searchsorted(items, listed_item[listed_age < hours]), minlength=len(items))
-    return ItemListings(items, counts, max(int(lengths.max(initial=1)), 1))
+    width = int(lengths[request_age <= LOOKBACK / HOUR].max(initial=1))
+    return ItemListings(items, counts, max(width, 1))
 
 
 def demand_features(

@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
 from solaris.precompute import quality
-from solaris.precompute.candidates import CandidateConfig, count_by_source, generate_candidates
-from solaris.precompute.demand_features import LOOKBACK, item_listings
+from solaris.precompute.candidates import REQUEST_COLUMNS, CandidateConfig, candidates_from, count_by_source
+from solaris.precompute.demand_features import item_listings
 from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
@@ -146,7 +146,9 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
         own = code_log(settings, run).read(start, end)
         fresh = earlier_fresh(store, run.embedding_version, own.user_ids, own.item_ids)
         config = CandidateConfig()
-        found = generate_candidates(log, start, end, config)
+        # One read of the lookback's requests for both: the candidates' lookback is the day the listings count.
+        requests = log.requests(start - config.lookback, start, columns=REQUEST_COLUMNS)
+        found = candidates_from(requests, start, end, config)
         requeued = requeue_misses(log, start, fresh)
         pool = add_requeued(found, requeued)
         if pool.empty:  # both read only the lookback's requests (the re-queue its last hour): there were none
@@ -158,7 +160,6 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
         kept = drop_still_fresh(pool, fresh, end - INSTANT)
         stage = step_staging(settings, run, "candidates")
         staged = stage.write(POOL, kept)
-        requests = log.requests(start - LOOKBACK, start, columns=["ts", "candidates"])
         stage.write(ITEM_LISTINGS, item_listings(requests, start).to_table())
         meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
         meta |= {"requeued": len(requeued), "pool": len(pool), "still_fresh": len(pool) - len(kept)}

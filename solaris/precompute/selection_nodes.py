@@ -34,16 +34,13 @@ def cut(run: HourRun, settings: Settings) -> Meta:
         stage = step_staging(settings, run, "cut")
         shards = range(shard_count(run, USER_SHARDS))
         classes = [stage.read(SCORED, s, columns=[RANK_CLASS])[RANK_CLASS].to_numpy() for s in shards]
+        eligible = [int((c == ELIGIBLE).sum()) for c in classes]
         speculative = sum(int((c != FORCED).sum()) for c in classes)
         quota = SELECTORS[run.params.selector].quota(run.params, speculative)
-        heads = [
-            stage.read(SCORED, s, columns=CUT_COLUMNS, rows=min(int((c == ELIGIBLE).sum()), quota)).to_pandas()
-            for s, c in zip(shards, classes, strict=True)
-        ]
-        eligible = sum(int((c == ELIGIBLE).sum()) for c in classes)
-        stage.write(CUT, cut_of(heads, quota, eligible))
+        heads = [stage.read(SCORED, s, columns=CUT_COLUMNS, rows=min(eligible[s], quota)).to_pandas() for s in shards]
+        stage.write(CUT, cut_of(heads, quota, sum(eligible)))
         code_log(settings, run).score_log.clear_hour(run.interval_start)
-        meta["eligible"] = eligible
+        meta["eligible"] = sum(eligible)
         if run.params.selector == "budget":  # the verifier spends a share of the pool instead
             meta[FM_BUDGET_COUNT] = run.params.fm_budget
     return meta

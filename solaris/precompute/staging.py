@@ -181,12 +181,13 @@ class StepStaging:
     def _own_users(self, table: Staged, data: pa.Table, shard: int | None) -> None:
         if shard is None or not 0 <= shard < self._count(table):
             raise ValueError(f"staged table {table.name!r}: shard {shard!r} is outside 0..{self._count(table) - 1}")
-        if len(outside := np.flatnonzero(self._shards_of(data) != shard)):
-            user = data["user_id"][int(outside[0])].as_py()
+        owner = self._shards_of(data)
+        if len(outside := np.flatnonzero(owner != shard)):
+            first = int(outside[0])
             raise ValueError(
                 f"staged table {table.name!r} part {shard} holds {len(outside)} row(s) of other user shards (user "
-                f"{user} belongs to shard {int(self._shards_of(data)[outside[0]])}): a user shard's task takes only "
-                "its own users"
+                f"{data['user_id'][first].as_py()} belongs to shard {int(owner[first])}): a user shard's task takes "
+                "only its own users"
             )
 
     def _declared(self, table: Staged, declared: tuple[Staged, ...], verb: str) -> Staged:

@@ -26,10 +26,6 @@ def selection_budget(n_pairs: int, top_fraction: float) -> int:
     return math.ceil(round(top_fraction * n_pairs, 9))
 
 
-def speculative_quota(forced: np.ndarray, top_fraction: float) -> int:
-    return selection_budget(int((~forced).sum()), top_fraction)
-
-
 def requeued(scored: pd.DataFrame) -> np.ndarray:
     """The forced rows: those whose ``source`` is ``requeue`` (none without a source column)."""
     if "source" not in scored.columns:
@@ -51,5 +47,5 @@ def select_top_fraction(scored: pd.DataFrame, top_fraction: float, per_user_cap:
     ``per_user_cap`` speculative pairs. Ties go to the lower user id, then the lower item id, so a rerun
     selects the same pairs. Returns the chosen rows, forced first, with a bool ``forced`` column added.
     """
-    quota = speculative_quota(requeued(scored), top_fraction)
+    quota = selection_budget(int((~requeued(scored)).sum()), top_fraction)
     return select_ranked(rank_top_fraction(scored, per_user_cap), quota)
