@@ -9,7 +9,7 @@ The hourly run's ``expire`` step removes the hours older than the ``code_log_ret
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 
@@ -46,6 +46,10 @@ class Codes:
     codes: np.ndarray  # [n, dim] float32
     created_at: np.ndarray  # [n] datetime64[us], UTC
     expires_at: np.ndarray  # [n] datetime64[us], UTC; NaT where the hour was logged before expiries were
+
+    def subset(self, keep: np.ndarray) -> Codes:
+        """The rows ``keep`` (a bool mask or indices) selects."""
+        return Codes(**{f.name: getattr(self, f.name)[keep] for f in fields(self)})
 
 
 @dataclass(frozen=True)
@@ -92,15 +96,17 @@ class CodeLog:
         write_table_atomic(table, path)
         return path
 
-    def read(self, start: datetime, end: datetime) -> Codes:
-        """Every row written for an hour in ``[start, end)``."""
-        table = read_range(self.path, start, end, schema(self.code_dim))
-        flat = pc.list_flatten(table["code"]).to_numpy(zero_copy_only=False)
+    def read(self, start: datetime, end: datetime, with_codes: bool = True) -> Codes:
+        """Every row written for an hour in ``[start, end)``; without the codes (``[n, 0]``) for a reader that
+        only counts pairs, which then never holds every user's codes."""
+        columns = None if with_codes else [n for n in schema(self.code_dim).names if n != "code"]
+        table = read_range(self.path, start, end, schema(self.code_dim), columns)
+        flat = pc.list_flatten(table["code"]).to_numpy(zero_copy_only=False) if with_codes else np.empty(0)
         return Codes(
             user_ids=table["user_id"].to_numpy().astype(np.int64),
             item_ids=table["item_id"].to_numpy().astype(np.int64),
             scores=table["score"].to_numpy().astype(np.float32),
-            codes=flat.astype(np.float32).reshape(table.num_rows, self.code_dim),
+            codes=flat.astype(np.float32).reshape(table.num_rows, self.code_dim if with_codes else 0),
             created_at=pc.cast(table["ts"], pa.int64()).to_numpy().astype("datetime64[us]"),
             expires_at=table["expires"].to_numpy(zero_copy_only=False).astype("datetime64[us]"),
         )

@@ -85,7 +85,7 @@ def fresh_codes(log: CodeLog, hour: datetime, ttl_hours: int) -> Codes:
     after it (rows written ``ttl_hours`` or more before it have expired by then)."""
     found = log.read(hour - (ttl_hours - 1) * HOUR, hour + HOUR)
     keep = expires_of(found, ttl_hours) > to_micros(as_utc(hour), "hour")
-    return Codes(*(getattr(found, f)[keep] for f in Codes.__dataclass_fields__))
+    return found.subset(keep)
 
 
 def pair_hash(user_ids: np.ndarray, item_ids: np.ndarray) -> np.ndarray:

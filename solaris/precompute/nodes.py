@@ -24,13 +24,12 @@ import pyarrow.compute as pc
 
 from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
-from solaris.precompute import quality
 from solaris.precompute.candidates import REQUEST_COLUMNS, CandidateConfig, candidates_from, count_by_source
 from solaris.precompute.demand_features import item_listings
 from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, HISTORY, ITEM_LISTINGS, POOL, PRECOMPUTE, SELECTED, SHADOW
+from solaris.precompute.pipeline import CODES, HISTORY, ITEM_LISTINGS, POOL, PRECOMPUTE, SELECTED
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.run_files import (
     DEGENERATE,
@@ -114,22 +113,6 @@ def _register_version(store: FeatureStore, version: str, start: datetime) -> Non
     registered = store.register_embedding_version(fm, ae, dim, dtype, created_at=start)
     if registered != version:
         raise ValueError(f"store version {registered!r} differs from the VM's {version!r}")
-
-
-def coverage(run: HourRun, settings: Settings) -> Meta:
-    """The quality figures of the hour past (:func:`.quality.figures`), before any write; on the run record at once.
-
-    A rerun of the hour reuses the figures its first attempt recorded: that attempt replaced the aggregates
-    and neighbours the hour was served from, so measuring again would report coverage the hour never had.
-    """
-    with timed({}) as meta, open_configured_store(settings) as store:
-        if (earlier := store.get_run(run.run_key)) is not None and earlier.figures:
-            meta |= {key: value for key, value in earlier.figures.items() if not key.startswith(SHADOW)}
-        else:
-            log, codes = event_log(settings), code_log(settings, run)
-            meta |= quality.figures(store, run.embedding_version, log, codes, run.interval_start, run.params.ttl_hours)
-            store.record_run_figures(run.run_key, meta)
-    return meta
 
 
 def candidates(run: HourRun, settings: Settings) -> Meta:

@@ -22,8 +22,8 @@ from solaris.airflow_env import GPU_POOL
 
 OPEN, CLOSE, ON_FAILURE = "resolve", "finish", "fail"
 SHADOW = "shadow_"  # the prefix of a shadow step's name, its staged tables and its counts and figures
-NODES, SHADOW_NODES, SIMILARITY_NODES, SELECTION_NODES = (
-    f"solaris.precompute.{m}" for m in ("nodes", "shadow", "similarity_nodes", "selection_nodes")
+NODES, SHADOW_NODES, SIMILARITY_NODES, SELECTION_NODES, QUALITY_NODES = (
+    f"solaris.precompute.{m}" for m in ("nodes", "shadow", "similarity_nodes", "selection_nodes", "quality_nodes")
 )
 NODE_REFERENCE = re.compile(r"[a-z_][a-z0-9_.]*:[a-z_][a-z0-9_]*")
 # The two fan-outs, each named by the knob that counts its tasks (solaris.precompute.params): FM shards split
@@ -56,6 +56,18 @@ class Staged:
         return Staged(f"{SHADOW}{self.name}", f"{self.description}, for the shadow chain", self.sharded_by)
 
 
+# The hour past's quality, counted by user shard (solaris.precompute.quality_nodes).
+HOUR_COUNTS = Staged(
+    "hour_counts",
+    "one user shard's counts of the hour past, one row: served pairs covered per tier (the shadow chain's too) "
+    "and hits of the pairs earlier runs wrote",
+    USER_SHARDS,
+)
+REQUESTED_LABELS = Staged(
+    "requested_labels",
+    "the pool scored ttl_hours ago: each pair's score and whether it was requested while it would have been fresh",
+    USER_SHARDS,
+)
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour", USER_SHARDS)
 # What the demand model reads of every user's requests: each item's listings, counted over all users.
 ITEM_LISTINGS = Staged("item_listings", "each item's listings in the requests of the day before the hour")
@@ -165,10 +177,29 @@ class Pipeline:
 
 PRECOMPUTE = Pipeline(
     (
-        # Coverage of the hour past must read the store before this run writes to it. Both steps replace the
-        # run record's figures with theirs added, so they run one after the other (checked below).
-        Step("coverage", f"{NODES}:coverage", figures=True),
-        Step("shadow_coverage", f"{SHADOW_NODES}:shadow_coverage", after=("coverage",), figures=True),
+        # Coverage of the hour past must read the store before this run writes to it: each user shard counts
+        # its users, then the figures are added up. Both figures steps replace the run record's figures with
+        # theirs added, so they run one after the other (checked below).
+        Step(
+            "hour_counts",
+            f"{QUALITY_NODES}:hour_counts",
+            writes=(HOUR_COUNTS, REQUESTED_LABELS),
+            mapped_over=USER_SHARDS,
+        ),
+        Step(
+            "coverage",
+            f"{QUALITY_NODES}:coverage",
+            after=("hour_counts",),
+            reads=(HOUR_COUNTS, REQUESTED_LABELS),
+            figures=True,
+        ),
+        Step(
+            "shadow_coverage",
+            f"{SHADOW_NODES}:shadow_coverage",
+            after=("coverage",),
+            reads=(HOUR_COUNTS,),
+            figures=True,
+        ),
         Step("candidates", f"{NODES}:candidates", writes=(POOL, ITEM_LISTINGS)),
         # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
         # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.

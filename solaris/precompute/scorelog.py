@@ -12,7 +12,7 @@ the hours with the code log's retention.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 
@@ -45,6 +45,10 @@ class Scores:
     scores: np.ndarray  # [n] float32
     selected: np.ndarray  # [n] bool
     created_at: np.ndarray  # [n] datetime64[us], UTC
+
+    def subset(self, keep: np.ndarray) -> Scores:
+        """The rows ``keep`` (a bool mask or indices) selects."""
+        return Scores(**{f.name: getattr(self, f.name)[keep] for f in fields(self)})
 
 
 @dataclass(frozen=True)

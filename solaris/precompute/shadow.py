@@ -17,8 +17,9 @@ from typing import Any
 from solaris.config import Settings
 from solaris.data.hourly import HOUR
 from solaris.precompute import quality
-from solaris.precompute.pipeline import SHADOW
-from solaris.precompute.run_files import Meta, event_log, timed
+from solaris.precompute.pipeline import HOUR_COUNTS, SHADOW
+from solaris.precompute.quality_nodes import summed
+from solaris.precompute.run_files import Meta, step_staging, timed
 from solaris.precompute.spec import HourRun
 from solaris.store import open_configured_store
 
@@ -46,7 +47,8 @@ def prefixed(meta: dict[str, Any]) -> Meta:
 
 def shadow_coverage(run: HourRun, settings: Settings) -> Meta:
     """The shadow chain's coverage of the hour past per tier, as if it had served it, before it writes this
-    hour; added to the figures the run record holds (a rerun reuses those, as :func:`.nodes.coverage` does)."""
+    hour, from the counts ``hour_counts`` staged for it; added to the figures the run record holds (a rerun
+    reuses those, as :func:`.quality_nodes.coverage` does)."""
     if run.shadow is None:
         return {"seconds": 0.0}
     with timed({}) as meta, open_configured_store(settings) as store:
@@ -55,7 +57,9 @@ def shadow_coverage(run: HourRun, settings: Settings) -> Meta:
         if own := {k: v for k, v in figures.items() if k.startswith(SHADOW)}:
             meta |= own
         else:
-            found = quality.coverage(store, run.shadow.embedding_version, event_log(settings), run.interval_start)
+            stage = step_staging(settings, run, "shadow_coverage")
+            counts = summed(stage.read(HOUR_COUNTS, columns=[SHADOW + key for key in quality.COVERAGE_COUNTS]))
+            found = quality.coverage_shares({key.removeprefix(SHADOW): value for key, value in counts.items()})
             meta |= prefixed(found)
             store.record_run_figures(run.run_key, figures | prefixed(found))
     return meta

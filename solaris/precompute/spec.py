@@ -134,3 +134,28 @@ def shard_of(user_ids: np.ndarray, shards: int) -> np.ndarray:
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         x = x ^ (x >> np.uint64(31))
     return (x % np.uint64(shards)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class UserShard:
+    """The users one user shard's task reads: those :func:`shard_of` puts in ``shard`` of ``count``."""
+
+    shard: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.shard < self.count:
+            raise ValueError(f"user shard {self.shard} is outside 0..{self.count - 1}")
+
+    @property
+    def every_user(self) -> bool:
+        return self.count == 1
+
+    def holds(self, user_ids: np.ndarray) -> np.ndarray:
+        """Bool per id: is its user in this shard."""
+        if self.every_user:
+            return np.ones(len(user_ids), bool)
+        return shard_of(user_ids, self.count) == self.shard
+
+
+EVERY_USER = UserShard()

@@ -134,7 +134,8 @@ class StepStaging:
 
     A sharded table is one part a shard (``parts``: how many each fan-out has this run). A part of a table
     sharded by user holds only its shard's users, checked on every write and read: a user task never takes
-    another shard's users. A step that is not mapped writes a user-sharded table whole, split here by the
+    another shard's users (a part without users, a shard's summary, is its shard's by where it is). A step
+    that is not mapped writes a user-sharded table whole, split here by the
     users' shards, and reads a sharded table whole, every part in shard order, unless it names one.
     """
 
@@ -166,7 +167,7 @@ class StepStaging:
         return found
 
     def _write_part(self, table: Staged, data: pa.Table, shard: int | None) -> dict[str, Any]:
-        if table.sharded_by == USER_SHARDS:
+        if table.sharded_by == USER_SHARDS and "user_id" in data.column_names:
             self._own_users(table, data, shard)
         return self.staging.write(table.file_name(shard), data)
 

@@ -133,7 +133,8 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
     assert record is not None and record.status == "running" and record.finished_at is None
     staged = Path(Staging(chaos.data_dir / "staging", run_key(hour)).path)
     staged_tables = {
-        *(f"{table}-0.parquet" for table in ("pool", "scored", "selected", "history", "codes")),
+        *(f"{table}-0.parquet" for table in ("hour_counts", "requested_labels", "pool", "scored", "selected")),
+        *(f"{table}-0.parquet" for table in ("history", "codes")),
         "item_listings.parquet",
         "cut.parquet",
     }

@@ -14,9 +14,11 @@ from solaris.precompute.pipeline import (
     CODES,
     CUT,
     HISTORY,
+    HOUR_COUNTS,
     ITEM_LISTINGS,
     POOL,
     PRECOMPUTE,
+    REQUESTED_LABELS,
     SCORED,
     SELECTED,
     SHADOW,
@@ -32,11 +34,13 @@ from solaris.precompute.staging import Staging, StepStaging
 
 
 def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
-    assert PRECOMPUTE.names[0] == "coverage" and PRECOMPUTE.step("embed_shard").per_shard
+    assert PRECOMPUTE.names[0] == "hour_counts" and PRECOMPUTE.step("embed_shard").per_shard
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
-    assert [s.name for s in PRECOMPUTE.steps if s.mapped_over == USER_SHARDS] == ["score", "select"]
+    assert [s.name for s in PRECOMPUTE.steps if s.mapped_over == USER_SHARDS] == ["hour_counts", "score", "select"]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
     assert writers == {
+        HOUR_COUNTS: "hour_counts",
+        REQUESTED_LABELS: "hour_counts",
         POOL: "candidates",
         ITEM_LISTINGS: "candidates",
         SCORED: "score",
@@ -106,7 +110,7 @@ def test_every_step_holds_its_code() -> None:
 def test_the_coverage_steps_cannot_run_side_by_side() -> None:
     """Break it on purpose: side by side in Airflow, whichever wrote the run record's figures last erased the
     other's (the soak saw the shadow gate find no shadow coverage)."""
-    steps = tuple(replace(s, after=()) if s.name == "shadow_coverage" else s for s in PRECOMPUTE.steps)
+    steps = tuple(replace(s, after=("hour_counts",)) if s.name == "shadow_coverage" else s for s in PRECOMPUTE.steps)
     with pytest.raises(ValueError, match="step 'shadow_coverage' records figures beside"):
         Pipeline(steps)
 

@@ -49,14 +49,17 @@ def twins(
 
 def test_the_sharded_and_the_unsharded_hour_write_identical_stores(twins: tuple[Settings, Settings]) -> None:
     """Two hours (the second re-queues the first's misses and keeps its fresh pairs) at 1 and 5 user shards:
-    every table alike, the run records' counts included; the score log holds the same rows."""
+    every table alike, the run records' counts included, the same quality figures of the hour past (the second
+    hour's are of pairs the first wrote); the score log holds the same rows."""
     whole, sharded = twins
     start = EventLog(whole.world_dir()).start + timedelta(hours=30)
     for hour in (start, start + timedelta(hours=1)):
         one = run_hour(whole, hour, PARAMS, clock=fixed_clock)
         split = run_hour(sharded, hour, PARAMS | {"user_shards": SHARDED}, clock=fixed_clock)
         assert split["counts"] == one["counts"] and one["counts"]["selected"] == PARAMS["fm_budget"]
+        assert split["quality"] == one["quality"]  # each shard counted its users, the counts added up
     assert one["counts"]["requeued"] > 0 and one["counts"]["eligible"] > PARAMS["fm_budget"]
+    assert one["quality"]["coverage_pair"] > 0 and one["quality"]["previous_hits"] > 0
     assert store_checksum(sharded.store_url) == store_checksum(whole.store_url)
     logs = [score_log(s, one["run_key"]).read(start, start + timedelta(hours=2)) for s in twins]
     rows = [sorted(zip(x.user_ids, x.item_ids, x.scores, x.selected, strict=True)) for x in logs]
