@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from solaris.data.hourly import floor_hour, partition_dir, prune_hours, read_range, write_table_atomic
 from solaris.data.schema import TS
 from solaris.precompute.scorelog import ScoreLog
+from solaris.precompute.spec import EVERY_USER, UserShard
 
 FILE_NAME = "codes.parquet"
 
@@ -96,11 +97,16 @@ class CodeLog:
         write_table_atomic(table, path)
         return path
 
-    def read(self, start: datetime, end: datetime, with_codes: bool = True) -> Codes:
-        """Every row written for an hour in ``[start, end)``; without the codes (``[n, 0]``) for a reader that
-        only counts pairs, which then never holds every user's codes."""
-        columns = None if with_codes else [n for n in schema(self.code_dim).names if n != "code"]
-        table = read_range(self.path, start, end, schema(self.code_dim), columns)
+    def read(self, start: datetime, end: datetime, with_codes: bool = True, users: UserShard = EVERY_USER) -> Codes:
+        """Every row written for an hour in ``[start, end)``, of ``users`` only (their ids, found in one column,
+        filter the scan); without the codes (``[n, 0]``) for a reader that only counts pairs."""
+        layout = schema(self.code_dim)
+        user_ids = None
+        if not users.every_user:
+            ids = np.unique(read_range(self.path, start, end, layout, ["user_id"])["user_id"].to_numpy())
+            user_ids = ids[users.holds(ids)]
+        columns = None if with_codes else [n for n in layout.names if n != "code"]
+        table = read_range(self.path, start, end, layout, columns, user_ids)
         flat = pc.list_flatten(table["code"]).to_numpy(zero_copy_only=False) if with_codes else np.empty(0)
         return Codes(
             user_ids=table["user_id"].to_numpy().astype(np.int64),

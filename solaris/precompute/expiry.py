@@ -22,6 +22,7 @@ import numpy as np
 
 from solaris.data.hourly import as_utc
 from solaris.precompute.codelog import CodeLog, Codes
+from solaris.precompute.spec import EVERY_USER, UserShard
 from solaris.store.codec import to_micros
 
 HOUR = timedelta(hours=1)
@@ -80,10 +81,13 @@ def expires_of(codes: Codes, ttl_hours: int) -> np.ndarray:
     return np.where(np.isnat(known), created + np.timedelta64(ttl_hours, "h"), known).astype(np.int64)
 
 
-def fresh_codes(log: CodeLog, hour: datetime, ttl_hours: int) -> Codes:
+def fresh_codes(
+    log: CodeLog, hour: datetime, ttl_hours: int, with_codes: bool = True, users: UserShard = EVERY_USER
+) -> Codes:
     """The code log's rows still fresh during the hour starting at ``hour``: written at or before it, expiring
-    after it (rows written ``ttl_hours`` or more before it have expired by then)."""
-    found = log.read(hour - (ttl_hours - 1) * HOUR, hour + HOUR)
+    after it (rows written ``ttl_hours`` or more before it have expired by then); ``with_codes`` and ``users``
+    as :meth:`.CodeLog.read` takes them."""
+    found = log.read(hour - (ttl_hours - 1) * HOUR, hour + HOUR, with_codes, users)
     keep = expires_of(found, ttl_hours) > to_micros(as_utc(hour), "hour")
     return found.subset(keep)
 

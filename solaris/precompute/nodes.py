@@ -29,7 +29,16 @@ from solaris.precompute.demand_features import item_listings
 from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.pipeline import CODES, HISTORY, ITEM_LISTINGS, POOL, PRECOMPUTE, SELECTED
+from solaris.precompute.pipeline import (
+    CODES,
+    HISTORY,
+    ITEM_LISTINGS,
+    POOL,
+    PRECOMPUTE,
+    SELECTED,
+    USER_AGGREGATES,
+    USER_SHARDS,
+)
 from solaris.precompute.quality import INSTANT
 from solaris.precompute.run_files import (
     DEGENERATE,
@@ -37,11 +46,12 @@ from solaris.precompute.run_files import (
     code_log,
     code_log_of,
     event_log,
+    shard_count,
     staging,
     step_staging,
     timed,
 )
-from solaris.precompute.spec import HourRun, ShadowChain, run_key, shard_of, target_interval
+from solaris.precompute.spec import HourRun, ShadowChain, UserShard, run_key, shard_of, target_interval
 from solaris.precompute.staging import expire_failed_staging
 from solaris.store import FeatureStore, open_configured_store
 from solaris.store.codec import from_micros
@@ -219,15 +229,44 @@ def write_pairs(run: HourRun, settings: Settings) -> Meta:
     return meta
 
 
-def aggregates(run: HourRun, settings: Settings) -> Meta:
-    """Each user's mean pair code over the trailing window, from the code log (the store's TTL is shorter)."""
-    with timed({}) as meta, open_configured_store(settings) as store:
+def mean_codes(run: HourRun, settings: Settings, shard: int) -> Meta:
+    """Each of the shard's users' mean pair code over the trailing window, from the code log (the store's TTL
+    is shorter), reading its users' codes only."""
+    users = UserShard(shard, shard_count(run, USER_SHARDS))
+    with timed({"shard": shard}) as meta:
         start, window = run.interval_start, run.params.window_hours
-        codes = code_log(settings, run).read(start - timedelta(hours=window - 1), run.interval_end)
+        codes = code_log(settings, run).read(start - timedelta(hours=window - 1), run.interval_end, users=users)
         ids, means, counts = user_aggregates(codes.user_ids, codes.codes, codes.created_at, start, window)
-        meta["aggregates_written"] = store.write_user_aggregates(
-            run.run_key, run.embedding_version, ids, means, counts, window, start, run.expires_at
+        table = pa.table(
+            {
+                "user_id": pa.array(ids, pa.int64()),
+                "mean": pa.FixedSizeListArray.from_arrays(pa.array(means.ravel()), means.shape[1]),
+                "codes": pa.array(counts, pa.int64()),
+            }
         )
+        meta["rows"] = step_staging(settings, run, "mean_codes").write(USER_AGGREGATES, table, shard)["rows"]
+    return meta
+
+
+def aggregates(run: HourRun, settings: Settings) -> Meta:
+    """The shards' user aggregates to the store, a shard at a time (each user's row replaces its last)."""
+    with timed({}) as meta, open_configured_store(settings) as store:
+        stage = step_staging(settings, run, "aggregates")
+        meta["aggregates_written"] = 0
+        for shard in range(shard_count(run, USER_SHARDS)):
+            part = stage.read(USER_AGGREGATES, shard)
+            dim = part.schema.field("mean").type.list_size
+            means = pc.list_flatten(part["mean"]).to_numpy().reshape(part.num_rows, dim)
+            meta["aggregates_written"] += store.write_user_aggregates(
+                run.run_key,
+                run.embedding_version,
+                part["user_id"].to_numpy(),
+                means,
+                part["codes"].to_numpy(),
+                run.params.window_hours,
+                run.interval_start,
+                run.expires_at,
+            )
     return meta
 
 

@@ -22,8 +22,9 @@ from solaris.airflow_env import GPU_POOL
 
 OPEN, CLOSE, ON_FAILURE = "resolve", "finish", "fail"
 SHADOW = "shadow_"  # the prefix of a shadow step's name, its staged tables and its counts and figures
-NODES, SHADOW_NODES, SIMILARITY_NODES, SELECTION_NODES, QUALITY_NODES = (
-    f"solaris.precompute.{m}" for m in ("nodes", "shadow", "similarity_nodes", "selection_nodes", "quality_nodes")
+NODES, SHADOW_NODES, SIMILARITY_NODES, SELECTION_NODES, QUALITY_NODES, EXPOSURE_NODES = (
+    f"solaris.precompute.{m}"
+    for m in ("nodes", "shadow", "similarity_nodes", "selection_nodes", "quality_nodes", "exposures")
 )
 NODE_REFERENCE = re.compile(r"[a-z_][a-z0-9_.]*:[a-z_][a-z0-9_]*")
 # The two fan-outs, each named by the knob that counts its tasks (solaris.precompute.params): FM shards split
@@ -68,6 +69,13 @@ REQUESTED_LABELS = Staged(
     "the pool scored ttl_hours ago: each pair's score and whether it was requested while it would have been fresh",
     USER_SHARDS,
 )
+# The exposure counters, counted by user shard, one row a user and one a (user, item) pair shown.
+EXPOSURE_USERS = Staged("exposure_users", "the counters of one shard's users as of the hour's start", USER_SHARDS)
+EXPOSURE_PAIRS = Staged(
+    "exposure_pairs",
+    "the counters of each (user, item) pair one shard's users were shown in the longest window",
+    USER_SHARDS,
+)
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour", USER_SHARDS)
 # What the demand model reads of every user's requests: each item's listings, counted over all users.
 ITEM_LISTINGS = Staged("item_listings", "each item's listings in the requests of the day before the hour")
@@ -85,9 +93,16 @@ SELECTED = Staged(
 HISTORY = Staged("history", "impressions of the selected users in the FM's history window, as of the hour", USER_SHARDS)
 CODES = Staged("codes", "compressed FM codes of one shard's selected pairs", SHARDS)
 USER_VECTORS = Staged(
-    "user_vectors", "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input"
+    "user_vectors",
+    "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input",
+    USER_SHARDS,
 )
-SHADOW_CODES, SHADOW_USER_VECTORS = CODES.shadow(), USER_VECTORS.shadow()
+USER_AGGREGATES = Staged(
+    "user_aggregates",
+    "each of one shard's users' mean pair code over the trailing window, and how many codes it is the mean of",
+    USER_SHARDS,
+)
+SHADOW_CODES, SHADOW_USER_VECTORS, SHADOW_USER_AGGREGATES = (t.shadow() for t in (CODES, USER_VECTORS, USER_AGGREGATES))
 
 
 @dataclass(frozen=True)
@@ -201,10 +216,21 @@ PRECOMPUTE = Pipeline(
             figures=True,
         ),
         Step("candidates", f"{NODES}:candidates", writes=(POOL, ITEM_LISTINGS)),
-        # The counters every VM reads, as of the hour's start, from the event log alone; after candidates, so
-        # that an hour with nothing to precompute writes nothing (its run is skipped), and before the pairs.
+        # The counters every VM reads, as of the hour's start, from the event log alone, counted by user shard
+        # and written by one task; after candidates, so that an hour with nothing to precompute writes nothing
+        # (its run is skipped), and before the pairs.
         Step(
-            "exposures", "solaris.precompute.exposures:exposures", after=("coverage", "shadow_coverage", "candidates")
+            "count_exposures",
+            f"{EXPOSURE_NODES}:count_exposures",
+            after=("candidates",),
+            writes=(EXPOSURE_USERS, EXPOSURE_PAIRS),
+            mapped_over=USER_SHARDS,
+        ),
+        Step(
+            "exposures",
+            f"{EXPOSURE_NODES}:exposures",
+            after=("coverage", "shadow_coverage", "count_exposures"),
+            reads=(EXPOSURE_USERS, EXPOSURE_PAIRS),
         ),
         # The selection in three steps, so that no task holds every user's pool and the budget stays exact: each
         # user shard scores and ranks its pool, one task finds the last pair taken over all shards from their
@@ -235,9 +261,22 @@ PRECOMPUTE = Pipeline(
             mapped_over=SHARDS,
         ),
         Step("write_pairs", f"{NODES}:write_pairs", after=("exposures", "embed_shard"), reads=(CODES,)),
-        Step("aggregates", f"{NODES}:aggregates", after=("write_pairs",)),
+        Step(
+            "mean_codes",
+            f"{NODES}:mean_codes",
+            after=("write_pairs",),
+            writes=(USER_AGGREGATES,),
+            mapped_over=USER_SHARDS,
+        ),
+        Step("aggregates", f"{NODES}:aggregates", after=("mean_codes",), reads=(USER_AGGREGATES,)),
         # The pool of neighbours is the users with fresh pair codes, this run's included; no store write.
-        Step("user_vectors", f"{SIMILARITY_NODES}:user_vectors", after=("write_pairs",), writes=(USER_VECTORS,)),
+        Step(
+            "user_vectors",
+            f"{SIMILARITY_NODES}:user_vectors",
+            after=("write_pairs",),
+            writes=(USER_VECTORS,),
+            mapped_over=USER_SHARDS,
+        ),
         # After aggregates too: the store's writers run one at a time.
         Step(
             "neighbours", f"{SIMILARITY_NODES}:neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)
@@ -264,13 +303,28 @@ PRECOMPUTE = Pipeline(
             after=("shadow_coverage", "shadow_embed_shard", "cohorts"),
             reads=(SHADOW_CODES,),
         ),
-        Step("shadow_aggregates", f"{NODES}:aggregates", shadow=True, after=("shadow_write_pairs",)),
+        Step(
+            "shadow_mean_codes",
+            f"{NODES}:mean_codes",
+            shadow=True,
+            after=("shadow_write_pairs",),
+            writes=(SHADOW_USER_AGGREGATES,),
+            mapped_over=USER_SHARDS,
+        ),
+        Step(
+            "shadow_aggregates",
+            f"{NODES}:aggregates",
+            shadow=True,
+            after=("shadow_mean_codes",),
+            reads=(SHADOW_USER_AGGREGATES,),
+        ),
         Step(
             "shadow_user_vectors",
             f"{SIMILARITY_NODES}:user_vectors",
             shadow=True,
             after=("shadow_write_pairs",),
             writes=(SHADOW_USER_VECTORS,),
+            mapped_over=USER_SHARDS,
         ),
         Step(
             "shadow_neighbours",

@@ -37,7 +37,7 @@ from solaris.data.hourly import HOUR
 from solaris.enrichment.cohorts import log_cohorts
 from solaris.enrichment.tiers import FED_BY, TIER_NAMES, feeding_tier, presence
 from solaris.models.metrics import auc
-from solaris.precompute.codelog import CodeLog, Codes
+from solaris.precompute.codelog import CodeLog
 from solaris.precompute.expiry import expires_of
 from solaris.precompute.ranking import pair_keys
 from solaris.precompute.scorelog import ScoreLog
@@ -84,19 +84,13 @@ def requested_mask(
     return np.isin(keys[:n], keys[n:])
 
 
-def written_pairs(codes: CodeLog, start: datetime, end: datetime, users: UserShard) -> Codes:
-    """The pairs written for the hours in ``[start, end)`` for ``users``, without their codes."""
-    written = codes.read(start, end, with_codes=False)
-    return written if users.every_user else written.subset(users.holds(written.user_ids))
-
-
 def hit_rate(
     log: EventLog, codes: CodeLog, interval_start: datetime, users: UserShard = EVERY_USER
 ) -> dict[str, float]:
     """Share of the pairs written for the previous hour that were requested during it (``previous_pairs``:
     how many the previous run wrote, i.e. the FM calls made for that hour)."""
     previous = interval_start - HOUR
-    written = written_pairs(codes, previous, interval_start, users)
+    written = codes.read(previous, interval_start, with_codes=False, users=users)
     hits = 0
     if len(written.user_ids):
         requested = requested_pairs(log, previous, interval_start, users)
@@ -121,7 +115,7 @@ def hit_rate_ttl(
     nothing. ``ttl_hours`` is this run's TTL, assumed to be the earlier run's.
     """
     written_at = interval_start - ttl_hours * HOUR
-    written = written_pairs(codes, written_at, written_at + HOUR, users)
+    written = codes.read(written_at, written_at + HOUR, with_codes=False, users=users)
     expires = expires_of(written, ttl_hours)
     hits = np.zeros(len(expires), bool)
     for hour in (written_at + k * HOUR for k in range(ttl_hours) if len(expires)):  # each hour read once

@@ -16,9 +16,9 @@ from solaris.config import Settings
 from solaris.enrichment.knn import NeighbourTable, build_neighbours, degenerate
 from solaris.precompute import knn_state, knn_users, similar_items
 from solaris.precompute.expiry import fresh_codes
-from solaris.precompute.pipeline import USER_VECTORS
-from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, step_staging, timed
-from solaris.precompute.spec import HourRun
+from solaris.precompute.pipeline import USER_SHARDS, USER_VECTORS
+from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, shard_count, step_staging, timed
+from solaris.precompute.spec import HourRun, UserShard
 from solaris.store import open_configured_store
 
 if TYPE_CHECKING:  # torch: imported only by the steps that run the FM
@@ -41,16 +41,18 @@ def pinned_fm(run: HourRun, settings: Settings) -> FoundationModel:
     return fm
 
 
-def user_vectors(run: HourRun, settings: Settings) -> Meta:
-    """The FM's user vector of every user the KNN covers (:mod:`.knn_users`): the active users, and the users
-    with a pair code fresh during the hour (``pooled``: the only possible neighbours)."""
+def user_vectors(run: HourRun, settings: Settings, shard: int) -> Meta:
+    """The FM's user vector of every user of the shard the KNN covers (:mod:`.knn_users`): the active users,
+    and the users with a pair code fresh during the hour (``pooled``: the only possible neighbours)."""
     from solaris.models.fm import user_vectors as fm_user_vectors
 
-    with timed({}) as meta:
+    users = UserShard(shard, shard_count(run, USER_SHARDS))
+    with timed({"shard": shard}) as meta:
         start = run.interval_start
-        pooled = np.unique(fresh_codes(code_log(settings, run), start, run.params.ttl_hours).user_ids)
+        fresh = fresh_codes(code_log(settings, run), start, run.params.ttl_hours, with_codes=False, users=users)
+        pooled = np.unique(fresh.user_ids)
         active = knn_users.active_users(event_log(settings), start, run.params.knn_lookback_hours)
-        ids = np.union1d(active, pooled)
+        ids = np.union1d(active[users.holds(active)], pooled)
         vectors = fm_user_vectors(pinned_fm(run, settings), ids)
         table = pa.table(
             {
@@ -59,7 +61,7 @@ def user_vectors(run: HourRun, settings: Settings) -> Meta:
                 "pooled": pa.array(np.isin(ids, pooled)),
             }
         )
-        meta["rows"] = step_staging(settings, run, "user_vectors").write(USER_VECTORS, table)["rows"]
+        meta["rows"] = step_staging(settings, run, "user_vectors").write(USER_VECTORS, table, shard)["rows"]
         meta |= {"knn_users": len(ids), "knn_pool": len(pooled)}
     return meta
 
@@ -70,7 +72,7 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
     all of them every ``knn_rebuild_hours``, so a row lives that long. A user whose vector is zero or non-finite
     gets an empty row and lends none (counted)."""
     with timed({}) as meta, open_configured_store(settings) as store:
-        table = step_staging(settings, run, "neighbours").read(USER_VECTORS)
+        table = step_staging(settings, run, "neighbours").read(USER_VECTORS).sort_by("user_id")  # as one task's
         ids = table["user_id"].to_numpy()
         dim = table.schema.field("vector").type.list_size
         vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), dim)
@@ -113,7 +115,7 @@ def item_neighbours(run: HourRun, settings: Settings) -> Meta:
 
     with timed({}) as meta, open_configured_store(settings) as store:
         start, p = run.interval_start, run.params
-        pool = np.unique(fresh_codes(code_log(settings, run), start, p.ttl_hours).item_ids)
+        pool = np.unique(fresh_codes(code_log(settings, run), start, p.ttl_hours, with_codes=False).item_ids)
         ids = np.union1d(similar_items.catalogue(event_log(settings)), pool)
         vectors = item_vectors(pinned_fm(run, settings), ids)
         built = build_neighbours(ids, vectors, p.a2a_k, pool=pool)

@@ -13,6 +13,8 @@ import pytest
 from solaris.precompute.pipeline import (
     CODES,
     CUT,
+    EXPOSURE_PAIRS,
+    EXPOSURE_USERS,
     HISTORY,
     HOUR_COUNTS,
     ITEM_LISTINGS,
@@ -23,7 +25,9 @@ from solaris.precompute.pipeline import (
     SELECTED,
     SHADOW,
     SHADOW_CODES,
+    SHADOW_USER_AGGREGATES,
     SHADOW_USER_VECTORS,
+    USER_AGGREGATES,
     USER_SHARDS,
     USER_VECTORS,
     Pipeline,
@@ -36,11 +40,22 @@ from solaris.precompute.staging import Staging, StepStaging
 def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert PRECOMPUTE.names[0] == "hour_counts" and PRECOMPUTE.step("embed_shard").per_shard
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
-    assert [s.name for s in PRECOMPUTE.steps if s.mapped_over == USER_SHARDS] == ["hour_counts", "score", "select"]
+    assert [s.name for s in PRECOMPUTE.steps if s.mapped_over == USER_SHARDS] == [
+        "hour_counts",
+        "count_exposures",
+        "score",
+        "select",
+        "mean_codes",
+        "user_vectors",
+        "shadow_mean_codes",
+        "shadow_user_vectors",
+    ]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
     assert writers == {
         HOUR_COUNTS: "hour_counts",
         REQUESTED_LABELS: "hour_counts",
+        EXPOSURE_USERS: "count_exposures",
+        EXPOSURE_PAIRS: "count_exposures",
         POOL: "candidates",
         ITEM_LISTINGS: "candidates",
         SCORED: "score",
@@ -49,7 +64,9 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
         HISTORY: "select",
         CODES: "embed_shard",
         USER_VECTORS: "user_vectors",
+        USER_AGGREGATES: "mean_codes",
         SHADOW_CODES: "shadow_embed_shard",
+        SHADOW_USER_AGGREGATES: "shadow_mean_codes",
         SHADOW_USER_VECTORS: "shadow_user_vectors",
     }
 
