@@ -71,6 +71,11 @@ class EventLog:
     ) -> pa.Table:
         return hourly.read_range(self._part("impressions"), start, end, IMPRESSIONS, columns, user_ids)
 
+    def iter_requests(
+        self, start: datetime, end: datetime, columns: list[str] | None = None
+    ) -> Iterator[tuple[datetime, pa.Table]]:
+        return hourly.iter_hours(self._part("requests"), start, end, REQUESTS, columns)
+
     def iter_impressions(
         self, start: datetime, end: datetime, columns: list[str] | None = None
     ) -> Iterator[tuple[datetime, pa.Table]]:

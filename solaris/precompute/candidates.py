@@ -6,6 +6,12 @@ tends to return items they were shown recently, items that retrieval shows toget
 that are popular right now. Only requests strictly before ``interval_start`` are read, so a run for an
 interval never sees the traffic it is predicting.
 
+Two passes: what is counted over every user's requests (the likely users, co-visitation, popularity: a
+:class:`RequestStats`) is counted an hour of the log at a time, so no task holds the lookback's requests
+whole; then the likely users' own requests, read with their ids in the scan filter, give each its pairs. A
+user's pairs depend only on its own requests and the stats, so any split of the likely users among tasks
+finds the pairs one task finds.
+
 Everything runs on dense integer codes (users and items renumbered 0..n-1) so that a (user, item) pair is
 one int64 key and deduplication, grouping and ranking are numpy sorts (:mod:`solaris.precompute.ranking`)
 rather than per-row work.
@@ -56,16 +62,96 @@ class CandidateConfig:
 
 
 @dataclass(frozen=True)
-class _Shown:
-    """The lookback's (request, candidate) rows as parallel arrays; items and users as dense codes."""
+class RequestStats:
+    """What the candidates count over every user's requests of the lookback."""
 
-    request: np.ndarray
-    user: np.ndarray  # user code, -1 for users not selected as likely to come back
-    weight: np.ndarray  # the request's recency weight
+    likely_users: np.ndarray  # sorted ids of the users likely to come back
+    covisit_seed: np.ndarray  # item ids, sorted; each seed's partners best first, ties to the lower id
+    covisit_partner: np.ndarray
+    covisit_count: np.ndarray
+    popular: np.ndarray  # item ids, the most popular first
+
+    @property
+    def empty(self) -> bool:
+        return not len(self.likely_users)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """The likely users' (request, candidate) rows as parallel arrays; users and items as dense codes."""
+
+    user: np.ndarray  # user code
     request_rank: np.ndarray  # 0 = the user's newest request
     item: np.ndarray  # item code
-    position: np.ndarray  # retrieval position within the request
     recency: np.ndarray  # order within the user: newest request first, then retrieval position
+
+
+def _weights(ts: np.ndarray, start: datetime, config: CandidateConfig) -> np.ndarray:
+    """Each request's recency weight, halving every ``half_life`` before ``start``."""
+    age = ((start - EPOCH) // timedelta(microseconds=1) - ts) / (config.half_life / timedelta(microseconds=1))
+    return 0.5**age
+
+
+def _exploded(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(request row, item id, retrieval position) of every candidate of the requests."""
+    lists = table["candidates"].combine_chunks()
+    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    request = np.repeat(np.arange(len(lengths)), lengths)
+    position = np.arange(len(request)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return request, pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64), position
+
+
+def _hour_covisits(request: np.ndarray, item: np.ndarray, position: np.ndarray, head: int) -> np.ndarray:
+    """(seed id, partner id, count) rows of one hour's co-occurrences in request heads, [n, 3]."""
+    rows = np.flatnonzero(position < head)
+    items, item_code = np.unique(item[rows], return_inverse=True)
+    request_codes = np.unique(request[rows], return_inverse=True)[1]
+    grid = np.full((int(request_codes.max(initial=-1)) + 1, head), -1, np.int64)
+    grid[request_codes, position[rows]] = item_code
+    a = np.broadcast_to(grid[:, :, None], grid.shape + (head,)).ravel()
+    b = np.broadcast_to(grid[:, None, :], grid.shape + (head,)).ravel()
+    ok = (a >= 0) & (b >= 0) & (a != b)
+    keys, counts = np.unique(a[ok] * len(items) + b[ok], return_counts=True)
+    return np.stack([items[keys // max(len(items), 1)], items[keys % max(len(items), 1)], counts], axis=1)
+
+
+def _top_covisits(rows: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each seed's ``top_k`` partners by their co-occurrences summed over hours, ties to the lower id."""
+    items = np.unique(rows[:, :2])
+    seed, partner = np.searchsorted(items, rows[:, 0]), np.searchsorted(items, rows[:, 1])
+    keys, inverse = np.unique(seed * len(items) + partner, return_inverse=True)
+    counts = np.bincount(inverse, weights=rows[:, 2]).astype(np.int64)
+    seed, partner = keys // max(len(items), 1), keys % max(len(items), 1)
+    order = order_by(seed, counts.max(initial=0) - counts)  # stable: equal counts stay in partner order
+    keep = order[group_rank(seed[order]) < top_k]
+    return items[seed[keep]], items[partner[keep]], counts[keep]
+
+
+def request_stats(log: EventLog, interval_start: datetime, config: CandidateConfig) -> RequestStats:
+    """:class:`RequestStats` of the requests in ``[interval_start - lookback, interval_start)``, an hour at a
+    time; what one hour holds is its requests, exploded once."""
+    start = as_utc(interval_start)
+    users, weights, covisits = [], [], []
+    items, popularity = np.empty(0, np.int64), np.empty(0, np.float64)
+    for _, table in log.iter_requests(start - config.lookback, start, REQUEST_COLUMNS):
+        weight = _weights(pc.cast(table["ts"], pa.int64()).to_numpy(), start, config)
+        users.append(table["user_id"].to_numpy().astype(np.int64))
+        weights.append(weight)
+        request, item, position = _exploded(table)
+        covisits.append(_hour_covisits(request, item, position, config.covisit_head))
+        hour_items, code = np.unique(item, return_inverse=True)
+        merged = np.union1d(items, hour_items)
+        total = np.zeros(len(merged))
+        total[np.searchsorted(merged, items)] += popularity
+        total[np.searchsorted(merged, hour_items)] += np.bincount(code, weights=weight[request])
+        items, popularity = merged, total
+    if not users:
+        empty = np.empty(0, np.int64)
+        return RequestStats(empty, empty, empty, empty, empty)
+    seed, partner, count = _top_covisits(np.concatenate(covisits), config.covisit_top_k)
+    popular = items[np.argsort(-popularity, kind="stable")[: config.popular_items]]
+    likely = _likely_users(np.concatenate(users), np.concatenate(weights), config.max_users)
+    return RequestStats(likely, seed, partner, count, popular)
 
 
 def _likely_users(user_ids: np.ndarray, weight: np.ndarray, max_users: int) -> np.ndarray:
@@ -84,35 +170,33 @@ def _request_ranks(user_codes: np.ndarray, ts: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def _shown(table: pa.Table, users: np.ndarray, items: np.ndarray) -> _Shown:
+    """The likely users' requests exploded, users and items coded by their place in ``users`` and ``items``."""
+    ts = pc.cast(table["ts"], pa.int64()).to_numpy()
+    user_code = np.searchsorted(users, table["user_id"].to_numpy().astype(np.int64))
+    request, item, position = _exploded(table)
+    request_rank = _request_ranks(user_code, ts)[request]
+    width = int(position.max(initial=0)) + 1
+    return _Shown(
+        user=user_code[request],
+        request_rank=request_rank,
+        item=np.searchsorted(items, item),
+        recency=request_rank * width + position,
+    )
+
+
 def _recent(shown: _Shown, recent_requests: int) -> tuple[np.ndarray, np.ndarray]:
     """Candidates of each user's latest requests, newest request first, then retrieval order."""
-    rows = np.flatnonzero((shown.user >= 0) & (shown.request_rank < recent_requests))
+    rows = np.flatnonzero(shown.request_rank < recent_requests)
     rows = rows[order_by(shown.user[rows], shown.recency[rows])]
     return shown.user[rows], shown.item[rows]
-
-
-def _covisitation(shown: _Shown, n_items: int, head: int, top_k: int) -> tuple[np.ndarray, ...]:
-    """(seed, partner, count) for each item's ``top_k`` partners by co-occurrence in request heads."""
-    rows = np.flatnonzero(shown.position < head)
-    request_codes = np.unique(shown.request[rows], return_inverse=True)[1]
-    grid = np.full((int(request_codes.max(initial=-1)) + 1, head), -1, np.int64)
-    grid[request_codes, shown.position[rows]] = shown.item[rows]
-    a = np.broadcast_to(grid[:, :, None], grid.shape + (head,)).ravel()
-    b = np.broadcast_to(grid[:, None, :], grid.shape + (head,)).ravel()
-    ok = (a >= 0) & (b >= 0) & (a != b)
-    keys, counts = np.unique(a[ok] * n_items + b[ok], return_counts=True)
-    seed, partner = keys // n_items, keys % n_items
-    order = order_by(seed, counts.max(initial=0) - counts)  # stable: equal counts stay in partner order
-    keep = order[group_rank(seed[order]) < top_k]
-    return seed[keep], partner[keep], counts[keep]
 
 
 def _covisited(
     shown: _Shown, covisits: tuple[np.ndarray, ...], n_items: int, seeds_per_user: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Partners of each user's first distinct recent items and their summed co-visit count, best first."""
-    rows = np.flatnonzero(shown.user >= 0)
-    rows = rows[order_by(shown.user[rows], shown.recency[rows])]
+    rows = order_by(shown.user, shown.recency)
     rows = rows[first_per_key(shown.user[rows] * n_items + shown.item[rows])]
     rows = rows[group_rank(shown.user[rows]) < seeds_per_user]
     seed, partner, count = covisits  # sorted by seed
@@ -127,13 +211,6 @@ def _covisited(
     return user[order], partner[order], strength[order]
 
 
-def _popular(shown: _Shown, n_users: int, n_items: int, top: int) -> tuple[np.ndarray, np.ndarray]:
-    """The recency-weighted most frequent candidates overall, offered to every likely user."""
-    popularity = np.bincount(shown.item, weights=shown.weight, minlength=n_items)
-    best = np.argsort(-popularity, kind="stable")[:top]
-    return np.repeat(np.arange(n_users), len(best)), np.tile(best, n_users)
-
-
 def _empty() -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -143,33 +220,6 @@ def _empty() -> pd.DataFrame:
             "covisit_strength": pd.Series(dtype=np.int64),
         }
     )
-
-
-def _shown(table: pa.Table, start: datetime, config: CandidateConfig) -> tuple[_Shown, np.ndarray, np.ndarray]:
-    """Explode the requests' candidate lists; returns the rows, the likely users and the item ids."""
-    ts = pc.cast(table["ts"], pa.int64()).to_numpy()
-    user_ids = table["user_id"].to_numpy()
-    age = ((start - EPOCH) // timedelta(microseconds=1) - ts) / (config.half_life / timedelta(microseconds=1))
-    weight = 0.5**age
-    users = _likely_users(user_ids, weight, config.max_users)
-    user_pos = np.searchsorted(users, user_ids).clip(max=len(users) - 1)
-    user_code = np.where(users[user_pos] == user_ids, user_pos, -1)
-    lists = table["candidates"].combine_chunks()
-    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    request = np.repeat(np.arange(len(lengths)), lengths)
-    items, item_code = np.unique(pc.list_flatten(lists).to_numpy(zero_copy_only=False), return_inverse=True)
-    request_rank = _request_ranks(np.unique(user_ids, return_inverse=True)[1], ts)[request]
-    position = np.arange(len(request)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    shown = _Shown(
-        request=request,
-        user=user_code[request],
-        weight=weight[request],
-        request_rank=request_rank,
-        item=item_code,
-        position=position,
-        recency=request_rank * (int(lengths.max(initial=0)) + 1) + position,
-    )
-    return shown, users, items.astype(np.int64)
 
 
 def generate_candidates(
@@ -188,32 +238,43 @@ def generate_candidates(
     kept it (0 where co-visitation does not find it): the demand model reads it from here, not by counting
     co-visits again.
     """
-    start = as_utc(interval_start)
-    requests = log.requests(start - config.lookback, start, columns=REQUEST_COLUMNS)
-    return candidates_from(requests, interval_start, interval_end, config)
+    stats = request_stats(log, interval_start, config)
+    return candidates_of(log, stats, stats.likely_users, interval_start, interval_end, config)
 
 
-def candidates_from(
-    requests: pa.Table,
+def candidates_of(
+    log: EventLog,
+    stats: RequestStats,
+    users: np.ndarray,
     interval_start: datetime,
     interval_end: datetime,
     config: CandidateConfig = CandidateConfig(),  # noqa: B008 (frozen, so sharing it is safe)
 ) -> pd.DataFrame:
-    """:func:`generate_candidates` from the requests it reads (:data:`REQUEST_COLUMNS` of ``[interval_start -
-    lookback, interval_start)``), for a caller that reads them for something else too."""
+    """:func:`generate_candidates` of ``users`` (sorted ids, some of ``stats.likely_users``) from their own
+    requests and ``stats``."""
     start, end = as_utc(interval_start), as_utc(interval_end)
     if end <= start:
         raise ValueError(f"interval [{start.isoformat()}, {end.isoformat()}) is empty")
-    shown, users, items = _shown(requests, start, config)
-    if not len(shown.item):
+    if not len(users):
         return _empty()
+    table = log.requests(start - config.lookback, start, columns=REQUEST_COLUMNS, user_ids=users)
+    requested = pc.list_flatten(table["candidates"].combine_chunks()).to_numpy(zero_copy_only=False)
+    items = np.unique(
+        np.concatenate([requested.astype(np.int64), stats.covisit_seed, stats.covisit_partner, stats.popular])
+    )
+    shown = _shown(table, users, items)
     n_items = len(items)
-    covisits = _covisitation(shown, n_items, config.covisit_head, config.covisit_top_k)
+    covisits = (
+        np.searchsorted(items, stats.covisit_seed),
+        np.searchsorted(items, stats.covisit_partner),
+        stats.covisit_count,
+    )
     covisited = _covisited(shown, covisits, n_items, config.covisit_seeds)
+    popular = np.searchsorted(items, stats.popular)
     parts = [
         _recent(shown, config.recent_requests),
         covisited[:2],
-        _popular(shown, len(users), n_items, config.popular_items),
+        (np.repeat(np.arange(len(users)), len(popular)), np.tile(popular, len(users))),
     ]
     user = np.concatenate([p[0] for p in parts])
     item = np.concatenate([p[1] for p in parts])

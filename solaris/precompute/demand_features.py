@@ -69,12 +69,27 @@ class ItemListings:
         return table.replace_schema_metadata({LIST_WIDTH: str(self.list_width)})
 
     @classmethod
+    def merged(cls, parts: list[ItemListings]) -> ItemListings:
+        """The listings of requests split among ``parts`` (by hour), counted as one."""
+        items = np.unique(np.concatenate([p.item_ids for p in parts])) if parts else np.empty(0, np.int64)
+        counts = np.zeros((len(items), len(ITEM_WINDOWS)), np.int64)
+        for part in parts:
+            counts[np.searchsorted(items, part.item_ids)] += part.counts
+        return cls(items, counts, max((p.list_width for p in parts), default=1))
+
+    @classmethod
     def from_table(cls, table: pa.Table) -> ItemListings:
         width = (table.schema.metadata or {}).get(LIST_WIDTH.encode())
         if width is None:
             raise ValueError(f"item listings table has no {LIST_WIDTH!r} in its schema metadata")
         counts = np.stack([table[h].to_numpy().astype(np.int64) for h in ITEM_WINDOWS], axis=1).reshape(-1, 3)
         return cls(table["item_id"].to_numpy().astype(np.int64), counts, int(width))
+
+
+def item_listings_of(log: EventLog, at: datetime) -> ItemListings:
+    """:class:`ItemListings` of every user's requests of the day before ``at``, read an hour at a time."""
+    hours = log.iter_requests(at - LOOKBACK, at, ["ts", "candidates"])
+    return ItemListings.merged([item_listings(table, at) for _, table in hours])
 
 
 def item_listings(requests: pa.Table, at: datetime) -> ItemListings:

@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 
 from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
-from solaris.precompute.candidates import REQUEST_COLUMNS, CandidateConfig, candidates_from, count_by_source
-from solaris.precompute.demand_features import item_listings
+from solaris.precompute.candidates import CandidateConfig, candidates_of, count_by_source, request_stats
+from solaris.precompute.demand_features import item_listings_of
 from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
 from solaris.precompute.params import PrecomputeParams
@@ -127,7 +127,8 @@ def _register_version(store: FeatureStore, version: str, start: datetime) -> Non
 
 def candidates(run: HourRun, settings: Settings) -> Meta:
     """Speculative candidates plus last hour's misses, minus pairs an earlier run keeps fresh all hour, split
-    by user shard; and what the demand model reads of every user's requests (:class:`.ItemListings`).
+    by user shard; and what the demand model reads of every user's requests (:class:`.ItemListings`). Both
+    read every user's requests an hour at a time, and the likely users' own (:mod:`.candidates`).
 
     "Fresh all hour" is fresh at the hour's last instant: a row expiring at the hour's end still serves the
     whole hour. Rows start and expire on hour boundaries, so that is exactly "fresh at the start", and the
@@ -136,12 +137,11 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
     with timed({}) as meta, open_configured_store(settings) as store:
         log = event_log(settings)
         start, end = run.interval_start, run.interval_end
-        own = code_log(settings, run).read(start, end)
+        own = code_log(settings, run).read(start, end, with_codes=False)
         fresh = earlier_fresh(store, run.embedding_version, own.user_ids, own.item_ids)
         config = CandidateConfig()
-        # One read of the lookback's requests for both: the candidates' lookback is the day the listings count.
-        requests = log.requests(start - config.lookback, start, columns=REQUEST_COLUMNS)
-        found = candidates_from(requests, start, end, config)
+        stats = request_stats(log, start, config)
+        found = candidates_of(log, stats, stats.likely_users, start, end, config)
         requeued = requeue_misses(log, start, fresh)
         pool = add_requeued(found, requeued)
         if pool.empty:  # both read only the lookback's requests (the re-queue its last hour): there were none
@@ -153,7 +153,7 @@ def candidates(run: HourRun, settings: Settings) -> Meta:
         kept = drop_still_fresh(pool, fresh, end - INSTANT)
         stage = step_staging(settings, run, "candidates")
         staged = stage.write(POOL, kept)
-        stage.write(ITEM_LISTINGS, item_listings(requests, start).to_table())
+        stage.write(ITEM_LISTINGS, item_listings_of(log, start).to_table())
         meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
         meta |= {"requeued": len(requeued), "pool": len(pool), "still_fresh": len(pool) - len(kept)}
         meta["rows"] = staged["rows"]

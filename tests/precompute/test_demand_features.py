@@ -11,7 +11,7 @@ import pytest
 from precompute_logs import T0, LogFactory
 
 from solaris.precompute.candidates import generate_candidates
-from solaris.precompute.demand_features import NAMES, columns, demand_features
+from solaris.precompute.demand_features import NAMES, columns, demand_features, item_listings, item_listings_of
 
 H = timedelta(hours=1)
 AT = T0 + 27 * H
@@ -90,3 +90,14 @@ def test_a_model_reads_its_own_columns_by_name() -> None:
     np.testing.assert_array_equal(picked, x[:, [NAMES.index("pair_covisit_strength"), NAMES.index("user_requests_1h")]])
     with pytest.raises(ValueError, match="user_mood"):
         columns(x, ("user_requests_1h", "user_mood"))
+
+
+def test_the_listings_counted_an_hour_at_a_time_are_the_days(make_log: LogFactory) -> None:
+    """The candidates step counts every user's listings an hour of the log at a time: what the whole day's
+    requests count, item for item and window for window, and the same longest list."""
+    log = make_log([*REQUESTS, (AT - 5 * H, 4, [10, 11, 12, 13, 14]), (AT - 30 * timedelta(minutes=1), 2, [14])])
+    whole = item_listings(log.requests(AT - 24 * H, AT, columns=["ts", "candidates"]), AT)
+    by_hour = item_listings_of(log, AT)
+    assert by_hour.item_ids.tolist() == whole.item_ids.tolist() == [10, 11, 12, 13, 14]
+    assert by_hour.counts.tolist() == whole.counts.tolist() and by_hour.list_width == whole.list_width == 5
+    assert by_hour.counts[:, 0].tolist() == [0, 1, 0, 1, 1]  # the last hour: (1, [11, 13]) and (2, [14])
