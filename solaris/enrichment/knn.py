@@ -28,6 +28,8 @@ import numpy as np
 PAD_ID = -1
 #: Pool size from which HNSW beats the exact flat index (bench/bench_knn.py: about equal at 50k).
 EXACT_THRESHOLD = 50_000
+# Queries a faiss search takes at once, the last block padded (search_pool says why).
+SEARCH_BLOCK = 4096
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,74 @@ def _pool_positions(ids: np.ndarray, pool: np.ndarray | None) -> np.ndarray:
     return pos
 
 
+@dataclass(frozen=True)
+class PoolIndex:
+    """The index over the pooled users' unit vectors and their ids in its order: built once an hour and
+    searched by every user shard's task, each for its own users."""
+
+    index: faiss.Index
+    pool_ids: np.ndarray  # [m] int64, the index's rows
+
+    def to_bytes(self) -> bytes:
+        return faiss.serialize_index(self.index).tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, pool_ids: np.ndarray) -> PoolIndex:
+        return cls(faiss.deserialize_index(np.frombuffer(data, np.uint8)), np.asarray(pool_ids, np.int64))
+
+
+def index_pool(
+    user_ids: np.ndarray,
+    vectors: np.ndarray,
+    pool: np.ndarray | None = None,
+    *,
+    exact_threshold: int = EXACT_THRESHOLD,
+    hnsw_m: int = 32,
+    ef_construction: int = 80,
+    ef_search: int = 128,
+) -> PoolIndex:
+    """The :func:`pool_index` of ``pool`` (default: all the users), each pooled user needing a vector; a
+    :func:`degenerate` vector is left out of it."""
+    ids, unit, bad = _validated(user_ids, vectors, 1)
+    pooled = _pool_positions(ids, pool)
+    pooled = pooled[~bad[pooled]]
+    index = pool_index(
+        unit[pooled],
+        exact_threshold=exact_threshold,
+        hnsw_m=hnsw_m,
+        ef_construction=ef_construction,
+        ef_search=ef_search,
+    )
+    return PoolIndex(index, ids[pooled])
+
+
+def search_pool(pool: PoolIndex, user_ids: np.ndarray, vectors: np.ndarray, k: int, threads: int = 2) -> NeighbourTable:
+    """Each user's ``k`` most similar pooled users, never itself; a :func:`degenerate` vector is not searched
+    and keeps a padded row, so a rewrite empties its old list. ``threads`` sets faiss's OpenMP pool for the
+    search, restored after it.
+
+    The queries go to faiss :data:`SEARCH_BLOCK` at a time, the last block padded: an exact search's
+    similarities come from a matrix product whose last bits can vary with its shape, and at one shape a user
+    gets the same row whichever users share its block, so the users split among shards find what one search
+    finds.
+    """
+    ids, unit, bad = _validated(user_ids, vectors, k)
+    queries = np.flatnonzero(~bad)
+    neighbour_ids = np.full((len(ids), k), PAD_ID, np.int64)
+    similarities = np.zeros((len(ids), k), np.float32)
+    if len(pool.pool_ids) and len(queries):
+        with omp_threads(threads):
+            for start in range(0, len(queries), SEARCH_BLOCK):
+                rows = queries[start : start + SEARCH_BLOCK]
+                block = np.zeros((SEARCH_BLOCK, unit.shape[1]), np.float32)
+                block[: len(rows)] = unit[rows]
+                block_ids = np.full(SEARCH_BLOCK, PAD_ID, np.int64)
+                block_ids[: len(rows)] = ids[rows]
+                found, sims = _search(pool.index, pool.pool_ids, block_ids, block, k)
+                neighbour_ids[rows], similarities[rows] = found[: len(rows)], sims[: len(rows)]
+    return NeighbourTable(ids, neighbour_ids, similarities)
+
+
 def build_neighbours(
     user_ids: np.ndarray,
     vectors: np.ndarray,
@@ -151,31 +221,22 @@ def build_neighbours(
     ef_search: int = 128,
     threads: int = 2,
 ) -> NeighbourTable:
-    """Every user's ``k`` most similar users among ``pool`` (default: among all of them), never itself.
+    """Every user's ``k`` most similar users among ``pool`` (default: among all of them), never itself: the
+    pool indexed (:func:`index_pool`) and every user searched in it (:func:`search_pool`).
 
     Every user is searched, pooled or not: a user outside the pool (no pair code to lend) still needs
-    neighbours who have one. Rows with fewer than ``k`` pooled candidates are padded. A :func:`degenerate`
-    vector is neither searched nor pooled: its user keeps a padded row, so a rewrite empties its old list.
-    ``threads`` sets faiss's OpenMP pool for the build and search (our workers have 2 cores), restored after it.
+    neighbours who have one. Rows with fewer than ``k`` pooled candidates are padded.
     """
-    ids, unit, bad = _validated(user_ids, vectors, k)
-    pooled = _pool_positions(ids, pool)
-    pooled = pooled[~bad[pooled]]
-    queries = np.flatnonzero(~bad)
-    neighbour_ids = np.full((len(ids), k), PAD_ID, np.int64)
-    similarities = np.zeros((len(ids), k), np.float32)
-    if len(pooled) and len(queries):
-        with omp_threads(threads):
-            index = pool_index(
-                unit[pooled],
-                exact_threshold=exact_threshold,
-                hnsw_m=hnsw_m,
-                ef_construction=ef_construction,
-                ef_search=ef_search,
-            )
-            found = _search(index, ids[pooled], ids[queries], unit[queries], k)
-        neighbour_ids[queries], similarities[queries] = found
-    return NeighbourTable(ids, neighbour_ids, similarities)
+    index = index_pool(
+        user_ids,
+        vectors,
+        pool,
+        exact_threshold=exact_threshold,
+        hnsw_m=hnsw_m,
+        ef_construction=ef_construction,
+        ef_search=ef_search,
+    )
+    return search_pool(index, user_ids, vectors, k, threads)
 
 
 @contextmanager

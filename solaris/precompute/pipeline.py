@@ -97,12 +97,18 @@ USER_VECTORS = Staged(
     "the FM's user vector of every active user, flagged when its pair codes are fresh: the KNN's input",
     USER_SHARDS,
 )
+KNN_INDEX = Staged("knn_index", "the hour's one KNN index over the pooled users' vectors, serialized, and their ids")
+NEIGHBOUR_ROWS = Staged(
+    "neighbour_rows", "each of one shard's users' knn_k nearest pooled users and their similarities", USER_SHARDS
+)
 USER_AGGREGATES = Staged(
     "user_aggregates",
     "each of one shard's users' mean pair code over the trailing window, and how many codes it is the mean of",
     USER_SHARDS,
 )
-SHADOW_CODES, SHADOW_USER_VECTORS, SHADOW_USER_AGGREGATES = (t.shadow() for t in (CODES, USER_VECTORS, USER_AGGREGATES))
+SHADOW_CODES, SHADOW_USER_VECTORS, SHADOW_USER_AGGREGATES, SHADOW_KNN_INDEX, SHADOW_NEIGHBOUR_ROWS = (
+    t.shadow() for t in (CODES, USER_VECTORS, USER_AGGREGATES, KNN_INDEX, NEIGHBOUR_ROWS)
+)
 
 
 @dataclass(frozen=True)
@@ -277,9 +283,28 @@ PRECOMPUTE = Pipeline(
             writes=(USER_VECTORS,),
             mapped_over=USER_SHARDS,
         ),
-        # After aggregates too: the store's writers run one at a time.
+        # One index an hour over every shard's pooled users, searched by each shard for its own users; the rows
+        # written after aggregates, since the store's writers run one at a time.
         Step(
-            "neighbours", f"{SIMILARITY_NODES}:neighbours", after=("aggregates", "user_vectors"), reads=(USER_VECTORS,)
+            "knn_index",
+            f"{SIMILARITY_NODES}:knn_index",
+            after=("user_vectors",),
+            reads=(USER_VECTORS,),
+            writes=(KNN_INDEX,),
+        ),
+        Step(
+            "knn_search",
+            f"{SIMILARITY_NODES}:knn_search",
+            after=("knn_index",),
+            reads=(USER_VECTORS, KNN_INDEX),
+            writes=(NEIGHBOUR_ROWS,),
+            mapped_over=USER_SHARDS,
+        ),
+        Step(
+            "neighbours",
+            f"{SIMILARITY_NODES}:neighbours",
+            after=("aggregates", "knn_search"),
+            reads=(USER_VECTORS, NEIGHBOUR_ROWS),
         ),
         # The A2A tier's item neighbours: among the items with fresh pair codes, this run's included.
         Step("item_neighbours", f"{SIMILARITY_NODES}:item_neighbours", after=("neighbours",)),
@@ -327,11 +352,28 @@ PRECOMPUTE = Pipeline(
             mapped_over=USER_SHARDS,
         ),
         Step(
+            "shadow_knn_index",
+            f"{SIMILARITY_NODES}:knn_index",
+            shadow=True,
+            after=("shadow_user_vectors",),
+            reads=(SHADOW_USER_VECTORS,),
+            writes=(SHADOW_KNN_INDEX,),
+        ),
+        Step(
+            "shadow_knn_search",
+            f"{SIMILARITY_NODES}:knn_search",
+            shadow=True,
+            after=("shadow_knn_index",),
+            reads=(SHADOW_USER_VECTORS, SHADOW_KNN_INDEX),
+            writes=(SHADOW_NEIGHBOUR_ROWS,),
+            mapped_over=USER_SHARDS,
+        ),
+        Step(
             "shadow_neighbours",
             f"{SIMILARITY_NODES}:neighbours",
             shadow=True,
-            after=("shadow_aggregates", "shadow_user_vectors"),
-            reads=(SHADOW_USER_VECTORS,),
+            after=("shadow_aggregates", "shadow_knn_search"),
+            reads=(SHADOW_USER_VECTORS, SHADOW_NEIGHBOUR_ROWS),
         ),
         Step(
             "shadow_item_neighbours", f"{SIMILARITY_NODES}:item_neighbours", shadow=True, after=("shadow_neighbours",)

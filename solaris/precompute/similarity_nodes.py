@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from solaris.config import Settings
-from solaris.enrichment.knn import NeighbourTable, build_neighbours, degenerate
+from solaris.enrichment.knn import NeighbourTable, PoolIndex, build_neighbours, degenerate, index_pool, search_pool
 from solaris.precompute import knn_state, knn_users, similar_items
 from solaris.precompute.expiry import fresh_codes
-from solaris.precompute.pipeline import USER_SHARDS, USER_VECTORS
+from solaris.precompute.pipeline import KNN_INDEX, NEIGHBOUR_ROWS, USER_SHARDS, USER_VECTORS
 from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, shard_count, step_staging, timed
 from solaris.precompute.spec import HourRun, UserShard
 from solaris.store import open_configured_store
@@ -66,19 +66,70 @@ def user_vectors(run: HourRun, settings: Settings, shard: int) -> Meta:
     return meta
 
 
+def knn_index(run: HourRun, settings: Settings) -> Meta:
+    """The hour's one KNN index, over the pooled users' FM vectors (every shard's), for the shards to search."""
+    with timed({}) as meta:
+        stage = step_staging(settings, run, "knn_index")
+        ids, vectors, pooled = user_vector_arrays(stage.read(USER_VECTORS))
+        built = index_pool(ids, vectors, pool=ids[pooled])
+        index = {
+            "index": pa.array([built.to_bytes()], pa.large_binary()),
+            "pool_ids": pa.array([built.pool_ids], pa.large_list(pa.int64())),
+        }
+        stage.write(KNN_INDEX, pa.table(index))
+        meta["rows"] = len(built.pool_ids)
+    return meta
+
+
+def knn_search(run: HourRun, settings: Settings, shard: int) -> Meta:
+    """The shard's users' ``knn_k`` nearest pooled users, searched in the hour's one index."""
+    with timed({"shard": shard}) as meta:
+        stage = step_staging(settings, run, "knn_search")
+        ids, vectors, _ = user_vector_arrays(stage.read(USER_VECTORS, shard))
+        index = stage.read(KNN_INDEX)
+        pool = PoolIndex.from_bytes(index["index"][0].as_py(), index["pool_ids"][0].values.to_numpy())
+        found = search_pool(pool, ids, vectors, run.params.knn_k)
+        k = found.k
+        rows = {
+            "user_id": pa.array(found.user_ids, pa.int64()),
+            "neighbour_ids": pa.FixedSizeListArray.from_arrays(pa.array(found.neighbour_ids.ravel()), k),
+            "similarities": pa.FixedSizeListArray.from_arrays(pa.array(found.similarities.ravel()), k),
+        }
+        meta["rows"] = stage.write(NEIGHBOUR_ROWS, pa.table(rows), shard)["rows"]
+    return meta
+
+
+def user_vector_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(user ids, vectors, pooled) of staged user vectors, by user id."""
+    table = table.sort_by("user_id")
+    ids = table["user_id"].to_numpy()
+    dim = table.schema.field("vector").type.list_size
+    vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), dim)
+    return ids, vectors, table["pooled"].to_numpy(zero_copy_only=False)
+
+
+def neighbour_rows(table: pa.Table) -> NeighbourTable:
+    """Every shard's searched rows as one table, by user id, as one search leaves them."""
+    table = table.sort_by("user_id")
+    ids = table["user_id"].to_numpy()
+    k = table.schema.field("neighbour_ids").type.list_size
+    return NeighbourTable(
+        ids,
+        pc.list_flatten(table["neighbour_ids"]).to_numpy().reshape(len(ids), k),
+        pc.list_flatten(table["similarities"]).to_numpy().reshape(len(ids), k),
+    )
+
+
 def neighbours(run: HourRun, settings: Settings) -> Meta:
-    """The hour's user KNN table: each covered user's ``knn_k`` nearest pooled users, one index per embedding
-    version per hour (the pool changes every hour). Only rows that differ from the last run's go to the store,
-    all of them every ``knn_rebuild_hours``, so a row lives that long. A user whose vector is zero or non-finite
-    gets an empty row and lends none (counted)."""
+    """The hour's user KNN table to the store: each covered user's ``knn_k`` nearest pooled users, one index
+    per embedding version per hour (the pool changes every hour). Only rows that differ from the last run's go
+    to the store, all of them every ``knn_rebuild_hours``, so a row lives that long. A user whose vector is
+    zero or non-finite gets an empty row and lends none (counted)."""
     with timed({}) as meta, open_configured_store(settings) as store:
-        table = step_staging(settings, run, "neighbours").read(USER_VECTORS).sort_by("user_id")  # as one task's
-        ids = table["user_id"].to_numpy()
-        dim = table.schema.field("vector").type.list_size
-        vectors = pc.list_flatten(table["vector"]).to_numpy().reshape(len(ids), dim)
-        pool = ids[table["pooled"].to_numpy(zero_copy_only=False)]
+        stage = step_staging(settings, run, "neighbours")
+        _, vectors, _ = user_vector_arrays(stage.read(USER_VECTORS))
+        built = neighbour_rows(stage.read(NEIGHBOUR_ROWS))
         p, start = run.params, run.interval_start
-        built = build_neighbours(ids, vectors, p.knn_k, pool=pool)
         meta[DEGENERATE["user"]] = int(degenerate(vectors).sum())
         folder = knn_state_dir(settings, run)
         previous = knn_state.load_before(folder, start)

@@ -134,3 +134,21 @@ def test_the_search_leaves_the_openmp_pool_as_it_found_it(users: int) -> None:
         assert faiss.omp_get_max_threads() == 3
     finally:
         faiss.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("exact_threshold", [knn.EXACT_THRESHOLD, 100], ids=["flat", "hnsw"])
+def test_users_split_among_shards_find_what_one_search_finds(exact_threshold: int) -> None:
+    """One index, serialized as the hour stages it, searched by shards of 5, 12 and the rest of 9,000 users:
+    every row equal to one search's, bit for bit. Searched as they come, the shards' flat similarities were
+    up to 2 float32 ulps off the whole search's (a matrix product's last bits vary with its shape)."""
+    ids = np.arange(9000, dtype=np.int64) * 3
+    vectors = clustered(9000, 32, 30, seed=1)
+    built = knn.index_pool(ids, vectors, ids[::3], exact_threshold=exact_threshold)
+    whole = knn.search_pool(built, ids, vectors, k=10)
+    staged = knn.PoolIndex.from_bytes(built.to_bytes(), built.pool_ids)
+    shards = np.split(np.arange(len(ids)), [5, 17])
+    parts = [knn.search_pool(staged, ids[rows], vectors[rows], k=10) for rows in shards]
+    np.testing.assert_array_equal(np.concatenate([p.user_ids for p in parts]), whole.user_ids)
+    np.testing.assert_array_equal(np.concatenate([p.neighbour_ids for p in parts]), whole.neighbour_ids)
+    assert np.concatenate([p.similarities for p in parts]).tobytes() == whole.similarities.tobytes()
+    assert (whole.neighbour_ids % 9 == 0).all()  # pooled users only: every third id

@@ -18,6 +18,8 @@ from solaris.precompute.pipeline import (
     HISTORY,
     HOUR_COUNTS,
     ITEM_LISTINGS,
+    KNN_INDEX,
+    NEIGHBOUR_ROWS,
     POOL,
     PRECOMPUTE,
     REQUESTED_LABELS,
@@ -25,6 +27,8 @@ from solaris.precompute.pipeline import (
     SELECTED,
     SHADOW,
     SHADOW_CODES,
+    SHADOW_KNN_INDEX,
+    SHADOW_NEIGHBOUR_ROWS,
     SHADOW_USER_AGGREGATES,
     SHADOW_USER_VECTORS,
     USER_AGGREGATES,
@@ -47,8 +51,10 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
         "select",
         "mean_codes",
         "user_vectors",
+        "knn_search",
         "shadow_mean_codes",
         "shadow_user_vectors",
+        "shadow_knn_search",
     ]
     writers = {t: s.name for s in PRECOMPUTE.steps for t in s.writes}
     assert writers == {
@@ -65,8 +71,12 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
         CODES: "embed_shard",
         USER_VECTORS: "user_vectors",
         USER_AGGREGATES: "mean_codes",
+        KNN_INDEX: "knn_index",
+        NEIGHBOUR_ROWS: "knn_search",
         SHADOW_CODES: "shadow_embed_shard",
         SHADOW_USER_AGGREGATES: "shadow_mean_codes",
+        SHADOW_KNN_INDEX: "shadow_knn_index",
+        SHADOW_NEIGHBOUR_ROWS: "shadow_knn_search",
         SHADOW_USER_VECTORS: "shadow_user_vectors",
     }
 
