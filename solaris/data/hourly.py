@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 HOUR = timedelta(hours=1)
+SCAN_BATCH_ROWS = 65_536  # rows a batch of scan_range
 
 
 def as_utc(t: datetime) -> datetime:
@@ -96,6 +97,24 @@ def write_hourly(
         write_table_atomic(rows, partition_dir(dataset_dir, hour) / f"{part}.parquet", no_dictionary)
         written.append(hour)
     return written
+
+
+def scan_range(
+    dataset_dir: Path, start: datetime, end: datetime, columns: list[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The rows of :func:`read_range` in batches of at most :data:`SCAN_BATCH_ROWS`, a file at a time, for a
+    reader that keeps few of them: Arrow's dataset scan decodes whole row groups, several at once, and took
+    three times an hour's table to read a million users' codes of that hour."""
+    start, end = as_utc(start), as_utc(end)
+    wanted = None if columns is None else list(dict.fromkeys([*columns, "ts"]))
+    for hour in hours_between(start, end):
+        for file in sorted(partition_dir(dataset_dir, hour).glob("*.parquet")):
+            for batch in pq.ParquetFile(file).iter_batches(SCAN_BATCH_ROWS, columns=wanted, use_threads=False):
+                kind = batch.schema.field("ts").type
+                ts = batch["ts"]
+                inside = pc.and_(pc.greater_equal(ts, pa.scalar(start, kind)), pc.less(ts, pa.scalar(end, kind)))
+                batch = batch.filter(inside)
+                yield batch if columns is None else batch.select(columns)
 
 
 def read_range(

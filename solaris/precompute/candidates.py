@@ -36,6 +36,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # earlier sources first (what a user was shown is better evidence than what is merely popular).
 SOURCES = ("recent", "covisit", "popular")
 REQUEST_COLUMNS = ["ts", "user_id", "candidates"]
+# Co-visits are counted an hour at a time under one int64 key a pair of item ids, so the ids stay below this.
+COVISIT_ID_LIMIT = 2**31
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,10 @@ def _exploded(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return request, pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64), position
 
 
-def _hour_covisits(request: np.ndarray, item: np.ndarray, position: np.ndarray, head: int) -> np.ndarray:
-    """(seed id, partner id, count) rows of one hour's co-occurrences in request heads, [n, 3]."""
+def _hour_covisits(
+    request: np.ndarray, item: np.ndarray, position: np.ndarray, head: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pair keys, counts) of one hour's co-occurrences in request heads, by :func:`_covisit_key`, sorted."""
     rows = np.flatnonzero(position < head)
     items, item_code = np.unique(item[rows], return_inverse=True)
     request_codes = np.unique(request[rows], return_inverse=True)[1]
@@ -111,34 +115,52 @@ def _hour_covisits(request: np.ndarray, item: np.ndarray, position: np.ndarray, 
     a = np.broadcast_to(grid[:, :, None], grid.shape + (head,)).ravel()
     b = np.broadcast_to(grid[:, None, :], grid.shape + (head,)).ravel()
     ok = (a >= 0) & (b >= 0) & (a != b)
-    keys, counts = np.unique(a[ok] * len(items) + b[ok], return_counts=True)
-    return np.stack([items[keys // max(len(items), 1)], items[keys % max(len(items), 1)], counts], axis=1)
+    return np.unique(_covisit_key(items[a[ok]], items[b[ok]]), return_counts=True)
 
 
-def _top_covisits(rows: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _covisit_key(seed: np.ndarray, partner: np.ndarray) -> np.ndarray:
+    """One int64 a (seed, partner) pair of item ids, ordered by seed then partner; ids must be below 2**31."""
+    ids = np.r_[seed, partner]
+    if len(ids) and not (0 <= ids.min() and ids.max() < COVISIT_ID_LIMIT):
+        raise ValueError(
+            f"item ids must be in 0..{COVISIT_ID_LIMIT - 1} to count co-visits, got {ids.min()}..{ids.max()}"
+        )
+    return seed * COVISIT_ID_LIMIT + partner
+
+
+def _merged_counts(
+    keys: np.ndarray, counts: np.ndarray, more_keys: np.ndarray, more_counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two sets of (key, count) as one, each key once with its counts summed, sorted by key."""
+    merged, inverse = np.unique(np.concatenate([keys, more_keys]), return_inverse=True)
+    return merged, np.bincount(inverse, weights=np.concatenate([counts, more_counts]), minlength=len(merged)).astype(
+        np.int64
+    )
+
+
+def _top_covisits(keys: np.ndarray, counts: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each seed's ``top_k`` partners by their co-occurrences summed over hours, ties to the lower id."""
-    items = np.unique(rows[:, :2])
-    seed, partner = np.searchsorted(items, rows[:, 0]), np.searchsorted(items, rows[:, 1])
-    keys, inverse = np.unique(seed * len(items) + partner, return_inverse=True)
-    counts = np.bincount(inverse, weights=rows[:, 2]).astype(np.int64)
-    seed, partner = keys // max(len(items), 1), keys % max(len(items), 1)
+    seed, partner = keys // COVISIT_ID_LIMIT, keys % COVISIT_ID_LIMIT
     order = order_by(seed, counts.max(initial=0) - counts)  # stable: equal counts stay in partner order
     keep = order[group_rank(seed[order]) < top_k]
-    return items[seed[keep]], items[partner[keep]], counts[keep]
+    return seed[keep], partner[keep], counts[keep]
 
 
 def request_stats(log: EventLog, interval_start: datetime, config: CandidateConfig) -> RequestStats:
     """:class:`RequestStats` of the requests in ``[interval_start - lookback, interval_start)``, an hour at a
-    time; what one hour holds is its requests, exploded once."""
+    time: what is held is one hour's requests, exploded once, and the co-visit counts so far, each pair once
+    (summed at the end, the 24 hours' rows took 6 GiB at a million users)."""
     start = as_utc(interval_start)
-    users, weights, covisits = [], [], []
+    users, weights = [], []
     items, popularity = np.empty(0, np.int64), np.empty(0, np.float64)
+    covisit_keys, covisit_counts = np.empty(0, np.int64), np.empty(0, np.int64)
     for _, table in log.iter_requests(start - config.lookback, start, REQUEST_COLUMNS):
         weight = _weights(pc.cast(table["ts"], pa.int64()).to_numpy(), start, config)
         users.append(table["user_id"].to_numpy().astype(np.int64))
         weights.append(weight)
         request, item, position = _exploded(table)
-        covisits.append(_hour_covisits(request, item, position, config.covisit_head))
+        hour_keys, hour_counts = _hour_covisits(request, item, position, config.covisit_head)
+        covisit_keys, covisit_counts = _merged_counts(covisit_keys, covisit_counts, hour_keys, hour_counts)
         hour_items, code = np.unique(item, return_inverse=True)
         merged = np.union1d(items, hour_items)
         total = np.zeros(len(merged))
@@ -148,7 +170,7 @@ def request_stats(log: EventLog, interval_start: datetime, config: CandidateConf
     if not users:
         empty = np.empty(0, np.int64)
         return RequestStats(empty, empty, empty, empty, empty)
-    seed, partner, count = _top_covisits(np.concatenate(covisits), config.covisit_top_k)
+    seed, partner, count = _top_covisits(covisit_keys, covisit_counts, config.covisit_top_k)
     popular = items[np.argsort(-popularity, kind="stable")[: config.popular_items]]
     likely = _likely_users(np.concatenate(users), np.concatenate(weights), config.max_users)
     return RequestStats(likely, seed, partner, count, popular)

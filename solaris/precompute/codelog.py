@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from solaris.data.hourly import floor_hour, partition_dir, prune_hours, read_range, write_table_atomic
+from solaris.data.hourly import floor_hour, partition_dir, prune_hours, read_range, scan_range, write_table_atomic
 from solaris.data.schema import TS
 from solaris.precompute.scorelog import ScoreLog
 from solaris.precompute.spec import EVERY_USER, UserShard
@@ -98,15 +98,17 @@ class CodeLog:
         return path
 
     def read(self, start: datetime, end: datetime, with_codes: bool = True, users: UserShard = EVERY_USER) -> Codes:
-        """Every row written for an hour in ``[start, end)``, of ``users`` only (their ids, found in one column,
-        filter the scan); without the codes (``[n, 0]``) for a reader that only counts pairs."""
+        """Every row written for an hour in ``[start, end)``, of ``users`` only (scanned a batch at a time: a
+        shard's task never holds the other shards' codes); without the codes (``[n, 0]``) for a reader that
+        only counts pairs."""
         layout = schema(self.code_dim)
-        user_ids = None
-        if not users.every_user:
-            ids = np.unique(read_range(self.path, start, end, layout, ["user_id"])["user_id"].to_numpy())
-            user_ids = ids[users.holds(ids)]
         columns = None if with_codes else [n for n in layout.names if n != "code"]
-        table = read_range(self.path, start, end, layout, columns, user_ids)
+        if users.every_user:
+            table = read_range(self.path, start, end, layout, columns)
+        else:
+            batches = scan_range(self.path, start, end, columns)
+            kept = [b.filter(pa.array(users.holds(b["user_id"].to_numpy()))) for b in batches]
+            table = pa.Table.from_batches(kept, layout.empty_table().select(columns or layout.names).schema)
         flat = pc.list_flatten(table["code"]).to_numpy(zero_copy_only=False) if with_codes else np.empty(0)
         return Codes(
             user_ids=table["user_id"].to_numpy().astype(np.int64),

@@ -121,3 +121,15 @@ def test_a_folder_without_an_event_log_is_an_error_not_an_empty_range(tmp_path: 
     for read in (log.impressions, log.requests):
         with pytest.raises(FileNotFoundError, match="is not an event log"):
             read(T0, T0 + timedelta(hours=2))
+
+
+def test_a_scan_yields_the_range_reads_rows_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sub-hour bounds cut rows as the range read does; batches of 3 rows, the asked columns only."""
+    monkeypatch.setattr(hourly, "SCAN_BATCH_ROWS", 3)
+    hourly.write_hourly(_impressions(6, 5), tmp_path)
+    start, end = T0 + timedelta(hours=1, minutes=30), T0 + timedelta(hours=4)
+    batches = list(hourly.scan_range(tmp_path, start, end, ["user_id", "item_id"]))
+    assert max(b.num_rows for b in batches) == 3 and batches[0].schema.names == ["user_id", "item_id"]
+    scanned = pa.Table.from_batches(batches)
+    read = hourly.read_range(tmp_path, start, end, IMPRESSIONS, ["user_id", "item_id"])
+    assert 0 < scanned.num_rows < 15 and scanned.to_pylist() == read.to_pylist()

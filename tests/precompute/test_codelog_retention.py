@@ -16,7 +16,7 @@ from solaris.precompute import nodes, run_files
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run import run_hour
-from solaris.precompute.spec import HourRun, run_key
+from solaris.precompute.spec import HourRun, UserShard, run_key, shard_of
 from solaris.store import open_store
 from solaris.training.jobs import TrainReport, World
 
@@ -117,3 +117,28 @@ def test_an_hourly_run_prunes_the_code_log_and_counts_the_hours(
 
     assert later["counts"]["expired_code_log_hours"] == 1
     assert available_hours(log) == [first + timedelta(hours=26)]
+
+
+def test_a_user_shards_read_holds_its_users_rows_of_every_hour(tmp_path: Path) -> None:
+    """Three shards' reads split the whole read's rows (codes included), each row once, in hour order."""
+    log = CodeLog(tmp_path / "codes", VERSION, DIM)
+    rng = np.random.default_rng(3)
+    for h in range(3):
+        ids = rng.permutation(40).astype(np.int64)
+        log.write_hour(
+            T + h * H,
+            ids,
+            ids + 100,
+            rng.random(40),
+            rng.random((40, DIM)),
+            np.full(40, np.datetime64("NaT"), "datetime64[us]"),
+        )
+    whole = log.read(T, T + 3 * H)
+    parts = [log.read(T, T + 3 * H, users=UserShard(s, 3)) for s in range(3)]
+    assert sum(len(p.user_ids) for p in parts) == len(whole.user_ids) == 120
+    for shard, part in enumerate(parts):
+        mine = shard_of(whole.user_ids, 3) == shard
+        np.testing.assert_array_equal(part.user_ids, whole.user_ids[mine])
+        np.testing.assert_array_equal(part.codes, whole.codes[mine])
+        np.testing.assert_array_equal(part.created_at, whole.created_at[mine])
+    assert log.read(T, T + 3 * H, with_codes=False, users=UserShard(1, 3)).codes.shape == (len(parts[1].user_ids), 0)
