@@ -107,14 +107,18 @@ def scan_range(
     three times an hour's table to read a million users' codes of that hour."""
     start, end = as_utc(start), as_utc(end)
     wanted = None if columns is None else list(dict.fromkeys([*columns, "ts"]))
-    for hour in hours_between(start, end):
-        for file in sorted(partition_dir(dataset_dir, hour).glob("*.parquet")):
-            for batch in pq.ParquetFile(file).iter_batches(SCAN_BATCH_ROWS, columns=wanted, use_threads=False):
-                kind = batch.schema.field("ts").type
-                ts = batch["ts"]
-                inside = pc.and_(pc.greater_equal(ts, pa.scalar(start, kind)), pc.less(ts, pa.scalar(end, kind)))
-                batch = batch.filter(inside)
-                yield batch if columns is None else batch.select(columns)
+    for file in range_files(dataset_dir, start, end):
+        for batch in pq.ParquetFile(file).iter_batches(SCAN_BATCH_ROWS, columns=wanted, use_threads=False):
+            kind = batch.schema.field("ts").type
+            ts = batch["ts"]
+            inside = pc.and_(pc.greater_equal(ts, pa.scalar(start, kind)), pc.less(ts, pa.scalar(end, kind)))
+            batch = batch.filter(inside)
+            yield batch if columns is None else batch.select(columns)
+
+
+def range_files(dataset_dir: Path, start: datetime, end: datetime) -> list[Path]:
+    """The Parquet files of the hour partitions ``[start, end)`` touches, in hour order."""
+    return [f for hour in hours_between(start, end) for f in sorted(partition_dir(dataset_dir, hour).glob("*.parquet"))]
 
 
 def read_range(
@@ -128,9 +132,7 @@ def read_range(
     """Rows with ``start <= ts < end``, opening only the partitions of those hours; of ``user_ids`` only, if
     given, filtered as the files are scanned, so the other users' rows are never held."""
     start, end = as_utc(start), as_utc(end)
-    files = [
-        str(f) for hour in hours_between(start, end) for f in sorted(partition_dir(dataset_dir, hour).glob("*.parquet"))
-    ]
+    files = [str(f) for f in range_files(dataset_dir, start, end)]
     if not files:
         return schema.empty_table().select(columns or schema.names)
     ts = ds.field("ts")
