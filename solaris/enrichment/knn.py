@@ -28,8 +28,11 @@ import numpy as np
 PAD_ID = -1
 #: Pool size from which HNSW beats the exact flat index (bench/bench_knn.py: about equal at 50k).
 EXACT_THRESHOLD = 50_000
-# Queries a faiss search takes at once, the last block padded (search_pool says why).
-SEARCH_BLOCK = 4096
+# Queries from which faiss's exact search computes the products with BLAS (its own default is 20): never, in
+# a search. The matrix product's last bits vary with a query's row in the block on some CPUs (AMD EPYC: 1-2
+# float32 ulps), so users split among shards found other similarities than one search found; faiss's own
+# per-pair products do not, at 2.2x the time of the exact search (20k queries x 20k pool: 0.73 vs 0.33 s).
+NO_BLAS = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -187,25 +190,17 @@ def search_pool(pool: PoolIndex, user_ids: np.ndarray, vectors: np.ndarray, k: i
     and keeps a padded row, so a rewrite empties its old list. ``threads`` sets faiss's OpenMP pool for the
     search, restored after it.
 
-    The queries go to faiss :data:`SEARCH_BLOCK` at a time, the last block padded: an exact search's
-    similarities come from a matrix product whose last bits can vary with its shape, and at one shape a user
-    gets the same row whichever users share its block, so the users split among shards find what one search
-    finds.
+    An exact search computes each similarity alone (:data:`NO_BLAS`), so a user gets the same row whichever
+    users share its search, and the users split among shards find what one search finds.
     """
     ids, unit, bad = _validated(user_ids, vectors, k)
     queries = np.flatnonzero(~bad)
     neighbour_ids = np.full((len(ids), k), PAD_ID, np.int64)
     similarities = np.zeros((len(ids), k), np.float32)
     if len(pool.pool_ids) and len(queries):
-        with omp_threads(threads):
-            for start in range(0, len(queries), SEARCH_BLOCK):
-                rows = queries[start : start + SEARCH_BLOCK]
-                block = np.zeros((SEARCH_BLOCK, unit.shape[1]), np.float32)
-                block[: len(rows)] = unit[rows]
-                block_ids = np.full(SEARCH_BLOCK, PAD_ID, np.int64)
-                block_ids[: len(rows)] = ids[rows]
-                found, sims = _search(pool.index, pool.pool_ids, block_ids, block, k)
-                neighbour_ids[rows], similarities[rows] = found[: len(rows)], sims[: len(rows)]
+        with omp_threads(threads), blas_threshold(NO_BLAS):
+            found, sims = _search(pool.index, pool.pool_ids, ids[queries], unit[queries], k)
+        neighbour_ids[queries], similarities[queries] = found, sims
     return NeighbourTable(ids, neighbour_ids, similarities)
 
 
@@ -237,6 +232,17 @@ def build_neighbours(
         ef_search=ef_search,
     )
     return search_pool(index, user_ids, vectors, k, threads)
+
+
+@contextmanager
+def blas_threshold(queries: int) -> Iterator[None]:
+    """faiss's process-wide query count from which exact searches use BLAS, for the block, then the one before."""
+    before = faiss.cvar.distance_compute_blas_threshold
+    faiss.cvar.distance_compute_blas_threshold = queries
+    try:
+        yield
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = before
 
 
 @contextmanager
