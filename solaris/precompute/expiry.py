@@ -41,7 +41,7 @@ def plan_expiry(
     )
     expiring = np.zeros(len(slots), np.int64)
     if jitter_hours:
-        earlier = log.read(written - (ttl_hours - 1) * HOUR, written)
+        earlier = log.read(written - (ttl_hours - 1) * HOUR, written, with_codes=False)
         expires = expires_of(earlier, ttl_hours)
         expiring = np.array([(expires == slot).sum() for slot in slots], np.int64)
     take = level(expiring, len(user_ids))

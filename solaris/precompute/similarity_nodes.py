@@ -19,7 +19,7 @@ from solaris.precompute.expiry import fresh_codes
 from solaris.precompute.pipeline import KNN_INDEX, NEIGHBOUR_ROWS, USER_SHARDS, USER_VECTORS
 from solaris.precompute.run_files import DEGENERATE, Meta, code_log, event_log, shard_count, step_staging, timed
 from solaris.precompute.spec import HourRun, UserShard
-from solaris.store import open_configured_store
+from solaris.store import FeatureStore, open_configured_store
 
 if TYPE_CHECKING:  # torch: imported only by the steps that run the FM
     from solaris.models.fm import FoundationModel
@@ -121,40 +121,51 @@ def neighbour_rows(table: pa.Table) -> NeighbourTable:
 
 
 def neighbours(run: HourRun, settings: Settings) -> Meta:
-    """The hour's user KNN table to the store: each covered user's ``knn_k`` nearest pooled users, one index
-    per embedding version per hour (the pool changes every hour). Only rows that differ from the last run's go
-    to the store, all of them every ``knn_rebuild_hours``, so a row lives that long. A user whose vector is
-    zero or non-finite gets an empty row and lends none (counted)."""
+    """The hour's user KNN table to the store, a user shard at a time: each covered user's ``knn_k`` nearest
+    pooled users, one index per embedding version per hour (the pool changes every hour). Only rows that
+    differ from the last run's go to the store, all of them every ``knn_rebuild_hours``, so a row lives that
+    long. A user whose vector is zero or non-finite gets an empty row and lends none (counted)."""
     with timed({}) as meta, open_configured_store(settings) as store:
         stage = step_staging(settings, run, "neighbours")
-        _, vectors, _ = user_vector_arrays(stage.read(USER_VECTORS))
-        built = neighbour_rows(stage.read(NEIGHBOUR_ROWS))
-        p, start = run.params, run.interval_start
-        meta[DEGENERATE["user"]] = int(degenerate(vectors).sum())
-        folder = knn_state_dir(settings, run)
-        previous = knn_state.load_before(folder, start)
-        full = (
-            previous is None
-            or previous.table.k != p.knn_k
-            or (start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours))
-        )
-        rows, built_at = built.user_ids, start
-        if not full:
-            rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
-        part = built.rows(rows)
-        meta["neighbours_written"] = store.write_user_neighbours(
-            run.run_key,
-            run.embedding_version,
-            part.user_ids,
-            part.neighbour_ids,
-            part.similarities,
-            start,
-            start + timedelta(hours=p.knn_rebuild_hours),
-        )
-        knn_state.save(folder, start, knn_state.KnnState(built.user_ids, vectors, built, built_at))
-        knn_state.prune(folder, start - timedelta(hours=1))
-        meta |= {"knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
+        folder, count = knn_state_dir(settings, run), shard_count(run, USER_SHARDS)
+        meta |= {DEGENERATE["user"]: 0, "neighbours_written": 0, "knn_rows_written": 0, "knn_full_rewrite": 0}
+        for shard in range(count):
+            _, vectors, _ = user_vector_arrays(stage.read(USER_VECTORS, shard))
+            built = neighbour_rows(stage.read(NEIGHBOUR_ROWS, shard))
+            written = _write_shard_rows(run, store, folder, UserShard(shard, count), built)
+            meta[DEGENERATE["user"]] += int(degenerate(vectors).sum())
+            meta["neighbours_written"] += written["neighbours_written"]
+            meta["knn_rows_written"] += written["knn_rows_written"]
+            meta["knn_full_rewrite"] |= written["knn_full_rewrite"]  # 1: some shard rewrote all its rows
+        knn_state.prune(folder, run.interval_start - timedelta(hours=1))
     return meta
+
+
+def _write_shard_rows(run: HourRun, store: FeatureStore, folder: Path, users: UserShard, built: NeighbourTable) -> Meta:
+    """A shard's rows that changed since its last state (all of them when a full rewrite is due), then its
+    new state, saved only once the store holds them."""
+    p, start = run.params, run.interval_start
+    previous = knn_state.load_before(folder, start, users)
+    full = (
+        previous is None
+        or previous.table.k != p.knn_k
+        or (start - previous.full_built_at >= timedelta(hours=p.knn_rebuild_hours))
+    )
+    rows, built_at = built.user_ids, start
+    if not full:
+        rows, built_at = _rewritten_rows(previous.table, built), previous.full_built_at
+    part = built.rows(rows)
+    written = store.write_user_neighbours(
+        run.run_key,
+        run.embedding_version,
+        part.user_ids,
+        part.neighbour_ids,
+        part.similarities,
+        start,
+        start + timedelta(hours=p.knn_rebuild_hours),
+    )
+    knn_state.save(folder, start, users, knn_state.KnnState(built, built_at))
+    return {"neighbours_written": written, "knn_rows_written": len(rows), "knn_full_rewrite": int(full)}
 
 
 def item_neighbours(run: HourRun, settings: Settings) -> Meta:

@@ -13,7 +13,7 @@ from solaris.enrichment.knn import build_neighbours
 from solaris.precompute import knn_state
 from solaris.precompute.codelog import CodeLog
 from solaris.precompute.params import PrecomputeParams
-from solaris.precompute.spec import HourRun, NoTargetHour, run_key, shard_of, target_interval, target_time
+from solaris.precompute.spec import HourRun, NoTargetHour, UserShard, run_key, shard_of, target_interval, target_time
 
 T = datetime(2026, 3, 1, 7, tzinfo=UTC)
 
@@ -82,16 +82,22 @@ def test_code_log_replaces_an_hour_and_reads_a_window(tmp_path: Path) -> None:
 def test_knn_state_round_trip_and_the_newest_earlier_hour(tmp_path: Path) -> None:
     ids = np.arange(20)
     vectors = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)
-    table = build_neighbours(ids, vectors, 3)
+    first, second = UserShard(0, 2), UserShard(1, 2)
     for hour in (T, T + timedelta(hours=1)):
-        knn_state.save(tmp_path, hour, knn_state.KnnState(ids, vectors + hour.hour, table, T))
-    assert knn_state.load_before(tmp_path, T) is None
-    state = knn_state.load_before(tmp_path, T + timedelta(hours=5))
+        table = build_neighbours(ids, vectors + hour.hour, 3)
+        knn_state.save(tmp_path, hour, first, knn_state.KnnState(table, T))
+    knn_state.save(tmp_path, T, second, knn_state.KnnState(table, T))
+    assert knn_state.load_before(tmp_path, T, first) is None
+    state = knn_state.load_before(tmp_path, T + timedelta(hours=5), first)
     assert state is not None and state.full_built_at == T
-    np.testing.assert_array_equal(state.vectors, vectors + 8)
     np.testing.assert_array_equal(state.table.neighbour_ids, table.neighbour_ids)
+    np.testing.assert_array_equal(state.table.similarities, table.similarities)
+    # The newest hour did not get to the second shard: it starts afresh, not from an older hour's rows.
+    assert knn_state.load_before(tmp_path, T + timedelta(hours=5), second) is None
+    assert knn_state.load_before(tmp_path, T + timedelta(hours=1), second) is not None
+    assert knn_state.load_before(tmp_path, T + timedelta(hours=5), UserShard(0, 3)) is None
     knn_state.prune(tmp_path, T + timedelta(hours=1))
-    assert knn_state.load_before(tmp_path, T + timedelta(hours=1)) is None
+    assert knn_state.load_before(tmp_path, T + timedelta(hours=1), second) is None
 
 
 def _ttl_later(n: int, written: datetime) -> np.ndarray:

@@ -57,6 +57,25 @@ def test_aggregates_upsert(store: FeatureStore, version: str) -> None:
     np.testing.assert_array_equal(store.read_tiers(version, 7, np.array([1]), T0).user_agg, vecs(1, 2)[0])
 
 
+def test_writes_larger_than_a_block_land_whole(store: FeatureStore, version: str, monkeypatch) -> None:
+    """SQLite binds a write's rows a block at a time (a million users' rows as one list took gigabytes); every
+    row of every block lands, in the one transaction."""
+    monkeypatch.setattr("solaris.store.sqlite.WRITE_BLOCK_ROWS", 4)
+    users, items = np.repeat([1, 2], 5), np.tile(np.arange(10, 15), 2)
+    assert write_pairs(store, version, "r", users, items, vecs(10, seed=3)) == 10
+    got = store.read_tiers(version, 2, np.arange(10, 15), T0)
+    np.testing.assert_array_equal(got.pair, vecs(10, seed=3)[5:])
+    owners = np.arange(1, 4)
+    store.write_user_neighbours("r", version, owners, owners[:, None] + [10, 20, 30], np.ones((3, 3)), T0, T0 + HOUR)
+    assert count_rows(store, "user_neighbours") == 9
+    store.write_user_aggregates("r", version, np.arange(9), vecs(9, 4), np.ones(9, int), 24, T0, T0 + HOUR)
+    assert count_rows(store, "user_aggregates") == 9
+    np.testing.assert_array_equal(store.read_tiers(version, 8, np.array([1]), T0).user_agg, vecs(9, 4)[8])
+    items = np.arange(100, 106)
+    store.write_item_neighbours("r", version, items, np.roll(items, 1)[:, None], np.ones((6, 1)), T0, T0 + HOUR)
+    assert count_rows(store, "item_neighbours") == 6
+
+
 BAD_PAIR_BATCHES = {
     "dimension": (dict(vectors=vecs(3, dim=DIM + 1)), "dimension 9"),
     "nan": (dict(vectors=np.where(np.arange(DIM) == 2, np.nan, vecs(3))), "vectors row 0 holds NaN"),
