@@ -166,6 +166,8 @@ def item_vectors(model: FoundationModel, item_ids: np.ndarray) -> np.ndarray:
 
 
 def _side_vectors(embedding: SideEmbedding, ids: np.ndarray) -> np.ndarray:
+    if embedding.training:  # it would drop ids at random and mark every id it reads as trained
+        raise ValueError("the FM's vectors are read in eval mode: call .eval() first")
     rows = torch.as_tensor(np.asarray(ids, dtype=np.int64), device=embedding.ids.weight.device)
     with torch.inference_mode():
         return embedding(embedding.rows(rows)).float().cpu().numpy()

@@ -77,6 +77,14 @@ class RequestStats:
     def empty(self) -> bool:
         return not len(self.likely_users)
 
+    def to_table(self) -> pa.Table:
+        """One row, each array a list: what the ``count_requests`` step stages for every shard's candidates."""
+        return pa.table({f.name: pa.array([getattr(self, f.name)], pa.large_list(pa.int64())) for f in fields(self)})
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> RequestStats:
+        return cls(*(table[f.name][0].values.to_numpy().astype(np.int64) for f in fields(cls)))
+
 
 @dataclass(frozen=True)
 class _Shown:

@@ -18,12 +18,13 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
-import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, as_utc
 from solaris.precompute.candidates import SOURCES
+from solaris.precompute.quality import requested_pairs
 from solaris.precompute.ranking import pair_keys
+from solaris.precompute.spec import EVERY_USER, UserShard
 from solaris.store import FeatureStore
 
 # The store's ``fresh_pairs`` with the embedding version bound: (user_ids, item_ids, t) -> bool mask of the
@@ -81,29 +82,25 @@ def add_requeued(candidates: pd.DataFrame, requeued: pd.DataFrame) -> pd.DataFra
 
 
 def requeue_misses(
-    log: EventLog, interval_start: datetime, fresh: FreshMask, lookback: timedelta = HOUR
+    log: EventLog,
+    interval_start: datetime,
+    fresh: FreshMask,
+    lookback: timedelta = HOUR,
+    users: UserShard = EVERY_USER,
 ) -> pd.DataFrame:
-    """Pairs requested in ``[interval_start - lookback, interval_start)`` with no fresh embedding at
-    ``interval_start``: ``[user_id, item_id, source="requeue"]``, distinct.
+    """Pairs of ``users`` requested in ``[interval_start - lookback, interval_start)`` with no fresh embedding
+    at ``interval_start``: ``[user_id, item_id, source="requeue"]``, distinct.
 
     Freshness is checked once, at ``interval_start``, in one batched call: a pair missed when requested but
     embedded since is not queued again, and a pair that was covered when requested but has expired since
     is queued, since the coming interval will miss it too.
     """
     start = as_utc(interval_start)
-    table = log.requests(start - lookback, start, columns=["user_id", "candidates"])
-    lists = table["candidates"].combine_chunks()
-    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
-    pairs = pd.DataFrame(
-        {
-            "user_id": np.repeat(table["user_id"].to_numpy(), lengths).astype(np.int64),
-            "item_id": pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.int64),
-        }
-    ).drop_duplicates(ignore_index=True)
+    user_ids, item_ids = requested_pairs(log, start - lookback, start, users)
+    pairs = pd.DataFrame({"user_id": user_ids, "item_id": item_ids}).drop_duplicates(ignore_index=True)
     if pairs.empty:
         return pairs.assign(source=REQUEUE)
-    users, items = pairs["user_id"].to_numpy(), pairs["item_id"].to_numpy()
-    covered = _checked_mask(fresh(users, items, start), len(pairs))
+    covered = _checked_mask(fresh(pairs["user_id"].to_numpy(), pairs["item_id"].to_numpy(), start), len(pairs))
     return pairs[~covered].reset_index(drop=True).assign(source=REQUEUE)
 
 

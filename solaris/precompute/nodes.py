@@ -24,7 +24,13 @@ import pyarrow.compute as pc
 
 from solaris.config import Settings
 from solaris.enrichment.aggregates import user_aggregates
-from solaris.precompute.candidates import CandidateConfig, candidates_of, count_by_source, request_stats
+from solaris.precompute.candidates import (
+    CandidateConfig,
+    RequestStats,
+    candidates_of,
+    count_by_source,
+    request_stats,
+)
 from solaris.precompute.demand_features import item_listings_of
 from solaris.precompute.expiry import plan_expiry
 from solaris.precompute.fm_pool import add_requeued, drop_still_fresh, earlier_fresh, requeue_misses
@@ -35,6 +41,7 @@ from solaris.precompute.pipeline import (
     ITEM_LISTINGS,
     POOL,
     PRECOMPUTE,
+    REQUEST_STATS,
     SELECTED,
     USER_AGGREGATES,
     USER_SHARDS,
@@ -125,38 +132,50 @@ def _register_version(store: FeatureStore, version: str, start: datetime) -> Non
         raise ValueError(f"store version {registered!r} differs from the VM's {version!r}")
 
 
-def candidates(run: HourRun, settings: Settings) -> Meta:
-    """Speculative candidates plus last hour's misses, minus pairs an earlier run keeps fresh all hour, split
-    by user shard; and what the demand model reads of every user's requests (:class:`.ItemListings`). Both
-    read every user's requests an hour at a time, and the likely users' own (:mod:`.candidates`).
-
-    "Fresh all hour" is fresh at the hour's last instant: a row expiring at the hour's end still serves the
-    whole hour. Rows start and expire on hour boundaries, so that is exactly "fresh at the start", and the
-    run never overwrites a row its re-queue check counted as covered, which keeps a rerun's view unchanged.
-    """
-    with timed({}) as meta, open_configured_store(settings) as store:
-        log = event_log(settings)
-        start, end = run.interval_start, run.interval_end
-        own = code_log(settings, run).read(start, end, with_codes=False)
-        fresh = earlier_fresh(store, run.embedding_version, own.user_ids, own.item_ids)
+def count_requests(run: HourRun, settings: Settings) -> Meta:
+    """What the candidates count over every user's requests of the lookback (:class:`.RequestStats`: the likely
+    users, co-visitation, popularity) and the item listings the demand model reads, both an hour of the log at
+    a time. A lookback without requests (then the re-queue's last hour has none either) leaves nothing to
+    precompute."""
+    with timed({}) as meta:
+        log, start = event_log(settings), run.interval_start
         config = CandidateConfig()
         stats = request_stats(log, start, config)
-        found = candidates_of(log, stats, stats.likely_users, start, end, config)
-        requeued = requeue_misses(log, start, fresh)
-        pool = add_requeued(found, requeued)
-        if pool.empty:  # both read only the lookback's requests (the re-queue its last hour): there were none
+        if stats.empty:
             lookback = config.lookback / timedelta(hours=1)
             raise NothingToPrecompute(
                 f"nothing to precompute for {start:%Y-%m-%d %H}:00 UTC: the event log has no requests in the "
                 f"{lookback:g} h before it"
             )
+        stage = step_staging(settings, run, "count_requests")
+        stage.write(REQUEST_STATS, stats.to_table())
+        meta["rows"] = stage.write(ITEM_LISTINGS, item_listings_of(log, start).to_table())["rows"]
+    return meta
+
+
+def candidates(run: HourRun, settings: Settings, shard: int) -> Meta:
+    """The shard's speculative candidates (its likely users') plus its users' misses of the last hour, minus
+    pairs an earlier run keeps fresh all hour; its users' requests read with their ids in the scan filter.
+
+    "Fresh all hour" is fresh at the hour's last instant: a row expiring at the hour's end still serves the
+    whole hour. Rows start and expire on hour boundaries, so that is exactly "fresh at the start", and the
+    run never overwrites a row its re-queue check counted as covered, which keeps a rerun's view unchanged.
+    """
+    users = UserShard(shard, shard_count(run, USER_SHARDS))
+    with timed({"shard": shard}) as meta, open_configured_store(settings) as store:
+        log, stage = event_log(settings), step_staging(settings, run, "candidates")
+        start, end = run.interval_start, run.interval_end
+        own = code_log(settings, run).read(start, end, with_codes=False, users=users)
+        fresh = earlier_fresh(store, run.embedding_version, own.user_ids, own.item_ids)
+        stats = RequestStats.from_table(stage.read(REQUEST_STATS))
+        likely = stats.likely_users[users.holds(stats.likely_users)]
+        found = candidates_of(log, stats, likely, start, end, CandidateConfig())
+        requeued = requeue_misses(log, start, fresh, users=users)
+        pool = add_requeued(found, requeued)
         kept = drop_still_fresh(pool, fresh, end - INSTANT)
-        stage = step_staging(settings, run, "candidates")
-        staged = stage.write(POOL, kept)
-        stage.write(ITEM_LISTINGS, item_listings_of(log, start).to_table())
+        meta["rows"] = stage.write(POOL, kept, shard)["rows"]
         meta |= {f"candidates_{k}": v for k, v in count_by_source(found).items()}
         meta |= {"requeued": len(requeued), "pool": len(pool), "still_fresh": len(pool) - len(kept)}
-        meta["rows"] = staged["rows"]
     return meta
 
 

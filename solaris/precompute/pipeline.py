@@ -76,6 +76,10 @@ EXPOSURE_PAIRS = Staged(
     "the counters of each (user, item) pair one shard's users were shown in the longest window",
     USER_SHARDS,
 )
+# What the candidates count over every user's requests (solaris.precompute.candidates.RequestStats).
+REQUEST_STATS = Staged(
+    "request_stats", "the likely users, co-visitation and popularity of every user's requests of the lookback"
+)
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour", USER_SHARDS)
 # What the demand model reads of every user's requests: each item's listings, counted over all users.
 ITEM_LISTINGS = Staged("item_listings", "each item's listings in the requests of the day before the hour")
@@ -221,7 +225,16 @@ PRECOMPUTE = Pipeline(
             reads=(HOUR_COUNTS,),
             figures=True,
         ),
-        Step("candidates", f"{NODES}:candidates", writes=(POOL, ITEM_LISTINGS)),
+        # The candidates in two passes: what is counted over every user's requests, then each shard's pairs.
+        Step("count_requests", f"{NODES}:count_requests", writes=(REQUEST_STATS, ITEM_LISTINGS)),
+        Step(
+            "candidates",
+            f"{NODES}:candidates",
+            after=("count_requests",),
+            reads=(REQUEST_STATS,),
+            writes=(POOL,),
+            mapped_over=USER_SHARDS,
+        ),
         # The counters every VM reads, as of the hour's start, from the event log alone, counted by user shard
         # and written by one task; after candidates, so that an hour with nothing to precompute writes nothing
         # (its run is skipped), and before the pairs.

@@ -135,8 +135,7 @@ class StepStaging:
     A sharded table is one part a shard (``parts``: how many each fan-out has this run). A part of a table
     sharded by user holds only its shard's users, checked on every write and read: a user task never takes
     another shard's users (a part without users, a shard's summary, is its shard's by where it is). A step
-    that is not mapped writes a user-sharded table whole, split here by the
-    users' shards, and reads a sharded table whole, every part in shard order, unless it names one.
+    that is not mapped reads a sharded table whole, every part in shard order, unless it names one.
     """
 
     def __init__(self, staging: Staging, step: Step, parts: Mapping[str, int], shadow: bool = False) -> None:
@@ -148,11 +147,10 @@ class StepStaging:
     def write(self, table: Staged, data: pa.Table | pd.DataFrame, shard: int | None = None) -> dict[str, Any]:
         table = self._declared(table, self.step.writes, "write")
         data = pa.Table.from_pandas(data, preserve_index=False) if isinstance(data, pd.DataFrame) else data
-        if table.sharded_by == USER_SHARDS and shard is None and not self.step.per_shard:
-            owner = self._shards_of(data)
-            written = [self._write_part(table, data.filter(pa.array(owner == s)), s) for s in range(self._count(table))]
-            return {"run": self.staging.dag_run_key, "table": table.name, "rows": sum(w["rows"] for w in written)}
-        return self._write_part(table, data, shard)
+        name = table.file_name(shard)
+        if table.sharded_by == USER_SHARDS and "user_id" in data.column_names:
+            self._own_users(table, data, shard)
+        return self.staging.write(name, data)
 
     def read(
         self, table: Staged, shard: int | None = None, columns: list[str] | None = None, rows: int | None = None
@@ -165,11 +163,6 @@ class StepStaging:
         if table.sharded_by == USER_SHARDS and "user_id" in found.column_names:
             self._own_users(table, found, shard)
         return found
-
-    def _write_part(self, table: Staged, data: pa.Table, shard: int | None) -> dict[str, Any]:
-        if table.sharded_by == USER_SHARDS and "user_id" in data.column_names:
-            self._own_users(table, data, shard)
-        return self.staging.write(table.file_name(shard), data)
 
     def _count(self, table: Staged) -> int:
         if table.sharded_by not in self.parts:

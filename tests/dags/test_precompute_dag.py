@@ -139,18 +139,19 @@ def test_a_failed_step_fails_the_dag_run_as_well_as_its_record(
     """Airflow derives a run's state from its leaves: ``mark_failed``, the only one, must end failed too."""
 
     def broken(run: Any, settings: Settings) -> None:
-        raise RuntimeError("injected failure in candidates")
+        raise RuntimeError("injected failure in count_requests")
 
-    monkeypatch.setattr(nodes, "candidates", broken)
+    monkeypatch.setattr(nodes, "count_requests", broken)
     dag = dagbag.dags["solaris_precompute"]
-    monkeypatch.setattr(dag.task_dict["candidates"], "retries", 0)
+    monkeypatch.setattr(dag.task_dict["count_requests"], "retries", 0)
     logical = EventLog(dag_settings.world_dir()).start + HOUR
 
     dag_run = dag.test(logical_date=logical, run_conf=CONF)
 
     tries = _task_tries(dag_run)
     assert dag_run.state == "failed", tries
-    assert tries["candidates"][0] == tries["mark_failed"][0] == "failed" and tries["finish"][0] == "upstream_failed"
+    assert tries["count_requests"][0] == tries["mark_failed"][0] == "failed"
+    assert tries["finish"][0] == "upstream_failed"
     record = _record(dag_settings, logical)
     assert record is not None and record.status == "failed"
 
@@ -169,7 +170,7 @@ def test_a_run_without_a_logical_date_precomputes_the_hour_it_runs_after(dagbag:
     assert record.interval_start == run_after.replace(minute=0)
 
 
-def test_an_hour_without_events_skips_every_step_after_candidates(dagbag: Any, dag_settings: Settings) -> None:
+def test_an_hour_without_events_skips_every_step_after_counting_requests(dagbag: Any, dag_settings: Settings) -> None:
     """Nothing before the hour to guess candidates from: the run says so instead of succeeding with zeros.
 
     Airflow has no "skipped" state for a DAG run, so the run is a success whose writing tasks are skipped.
@@ -181,8 +182,8 @@ def test_an_hour_without_events_skips_every_step_after_candidates(dagbag: Any, d
     tries = _task_tries(dag_run)
     assert dag_run.state == "success", tries
     measured = ("hour_counts", "coverage", "shadow_coverage")
-    assert [tries[name][0] for name in measured] == ["success"] * 3 and tries["candidates"][0] == "skipped"
-    after = set(PRECOMPUTE.names) - {*measured, "candidates"} | {"finish", "mark_failed"}
+    assert [tries[name][0] for name in measured] == ["success"] * 3 and tries["count_requests"][0] == "skipped"
+    after = set(PRECOMPUTE.names) - {*measured, "count_requests"} | {"finish", "mark_failed"}
     assert {name: tries[name][0] for name in after} == dict.fromkeys(after, "skipped")
     record = _record(dag_settings, hour)
     assert record is not None and record.status == "skipped" and record.counts == {}

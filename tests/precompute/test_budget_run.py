@@ -75,7 +75,7 @@ def select_through(settings: Settings, run: HourRun) -> None:
     from solaris.precompute.pipeline import PRECOMPUTE
     from solaris.precompute.run import call_node
 
-    for name in ("candidates", "score", "cut", "select"):
+    for name in ("count_requests", "candidates", "score", "cut", "select"):
         step = PRECOMPUTE.step(name)
         shards = range(run_files.shard_count(run, step.mapped_over)) if step.mapped_over else [None]
         for shard in shards:

@@ -2,11 +2,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pandas as pd
 import pytest
 from precompute_logs import T0, LogFactory, Request
 
-from solaris.precompute.candidates import SOURCES, CandidateConfig, count_by_source, generate_candidates
+from solaris.precompute.candidates import (
+    SOURCES,
+    CandidateConfig,
+    RequestStats,
+    candidates_of,
+    count_by_source,
+    generate_candidates,
+    request_stats,
+)
+from solaris.precompute.spec import UserShard
 
 START = T0 + timedelta(hours=24)
 END = START + timedelta(hours=1)
@@ -102,3 +112,27 @@ def test_covisited_partners_rank_by_count_and_stop_at_top_k(make_log: LogFactory
     frame = generate_candidates(log, START, END, CandidateConfig(covisit_top_k=2, popular_items=1))
     covisit = frame[(frame["user_id"] == 1) & (frame["source"] == "covisit")]
     assert list(covisit["item_id"]) == [20, 21]
+
+
+def test_likely_users_split_among_shards_find_what_one_task_finds(make_log: LogFactory) -> None:
+    """The mapped ``candidates`` step: every shard's likely users' pairs, from the stats one task counted and
+    staged (through their table), are the pairs of one call over all of them, row for row."""
+    rng = np.random.default_rng(3)
+    requests = [
+        (START - timedelta(minutes=int(m)), int(u), rng.choice(60, size=8, replace=False).tolist())
+        for m, u in zip(rng.integers(1, 20 * 60, 400), rng.integers(0, 90, 400), strict=True)
+    ]
+    log, config = make_log(requests), CandidateConfig(popular_items=5, max_users=70)
+    stats = request_stats(log, START, config)
+    whole = candidates_of(log, stats, stats.likely_users, START, END, config)
+    staged = RequestStats.from_table(stats.to_table())
+    parts = []
+    for shard in range(3):
+        users = UserShard(shard, 3)
+        parts.append(
+            candidates_of(log, staged, staged.likely_users[users.holds(staged.likely_users)], START, END, config)
+        )
+    split = pd.concat(parts).sort_values(["user_id", "item_id"], kind="stable").reset_index(drop=True)
+    expected = whole.sort_values(["user_id", "item_id"], kind="stable").reset_index(drop=True)
+    assert len(stats.likely_users) == 70 and all(len(p) for p in parts)
+    pd.testing.assert_frame_equal(split, expected)

@@ -135,6 +135,7 @@ def test_a_sigkilled_shard_leaves_nothing_visible_and_its_retry_ends_as_a_clean_
     staged_tables = {
         *(f"{table}-0.parquet" for table in ("hour_counts", "requested_labels", "pool", "scored", "selected")),
         *(f"{table}-0.parquet" for table in ("history", "codes", "exposure_users", "exposure_pairs")),
+        "request_stats.parquet",
         "item_listings.parquet",
         "cut.parquet",
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import torch
 from precompute_logs import T0, build_log
 
@@ -35,6 +36,10 @@ def test_the_fms_user_vector_is_its_id_and_side_feature_embedding() -> None:
     users = IdTable(np.array([[0], [1], [2]]), ("u_country",))  # row 0 unknown; users 0 and 1
     items = IdTable(np.array([[0], [1]]), ("i_category",))
     fm = FoundationModel(FMConfig(history=2, id_dim=4, hidden=8, embedding_dim=8), users, items)
+    with pytest.raises(ValueError, match="eval mode"):  # training mode drops ids at random (id_dropout)
+        user_vectors(fm, np.array([1]))
+    fm.eval()
+    fm.user.trained[1:] = True  # as if training had looked both users up
     got = user_vectors(fm, np.array([1, 0, 99]))
     with torch.no_grad():
         rows = [2, 1, 0]  # id + 1 for a known id, 0 for an unknown one; side-feature rows alike here

@@ -22,6 +22,7 @@ from solaris.precompute.pipeline import (
     NEIGHBOUR_ROWS,
     POOL,
     PRECOMPUTE,
+    REQUEST_STATS,
     REQUESTED_LABELS,
     SCORED,
     SELECTED,
@@ -46,6 +47,7 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
     assert [s.name for s in PRECOMPUTE.steps if s.pool] == ["embed_shard", "shadow_embed_shard"]
     assert [s.name for s in PRECOMPUTE.steps if s.mapped_over == USER_SHARDS] == [
         "hour_counts",
+        "candidates",
         "count_exposures",
         "score",
         "select",
@@ -62,8 +64,9 @@ def test_the_declared_pipeline_reads_only_what_an_earlier_step_wrote() -> None:
         REQUESTED_LABELS: "hour_counts",
         EXPOSURE_USERS: "count_exposures",
         EXPOSURE_PAIRS: "count_exposures",
+        REQUEST_STATS: "count_requests",
         POOL: "candidates",
-        ITEM_LISTINGS: "candidates",
+        ITEM_LISTINGS: "count_requests",
         SCORED: "score",
         CUT: "cut",
         SELECTED: "select",
@@ -155,7 +158,11 @@ PARTS = {"shards": 2, "user_shards": 3}
 def test_a_step_reads_and_writes_only_its_declared_tables(tmp_path: Path) -> None:
     staging = Staging(tmp_path, "run-1")
     frame = pd.DataFrame({"user_id": [1], "item_id": [2]})
-    StepStaging(staging, PRECOMPUTE.step("candidates"), PARTS).write(POOL, frame)
+    candidates = StepStaging(staging, PRECOMPUTE.step("candidates"), PARTS)
+    with pytest.raises(ValueError, match="'pool' needs a shard"):
+        candidates.write(POOL, frame)
+    for shard in range(PARTS["user_shards"]):
+        candidates.write(POOL, frame[shard_of(frame["user_id"].to_numpy(), PARTS["user_shards"]) == shard], shard)
     score = StepStaging(staging, PRECOMPUTE.step("score"), PARTS)
     assert score.read(POOL).num_rows == 1
     with pytest.raises(ValueError, match="step 'score' does not write staged table 'pool'"):
@@ -185,12 +192,14 @@ def test_a_shadow_step_names_the_champion_tables_and_gets_its_own(tmp_path: Path
 
 
 def test_a_user_shard_holds_its_own_users_alone(tmp_path: Path) -> None:
-    """Split by the users' shards when a step of its own writes; a part with another shard's user is refused
-    on write and on read (break it on purpose: a part written behind the staging's back)."""
+    """A part with another shard's user is refused on write and on read (break it on purpose: a part written
+    behind the staging's back)."""
     staging = Staging(tmp_path, "run-1")
     users = np.arange(40)
     frame = pd.DataFrame({"user_id": users, "item_id": users + 100})
-    assert StepStaging(staging, PRECOMPUTE.step("candidates"), PARTS).write(POOL, frame)["rows"] == 40
+    candidates = StepStaging(staging, PRECOMPUTE.step("candidates"), PARTS)
+    for shard in range(PARTS["user_shards"]):
+        candidates.write(POOL, frame[shard_of(users, PARTS["user_shards"]) == shard], shard)
     score = StepStaging(staging, PRECOMPUTE.step("score"), PARTS)
     parts = [score.read(POOL, s)["user_id"].to_numpy() for s in range(3)]
     assert sorted(np.concatenate(parts).tolist()) == users.tolist() and all(len(p) for p in parts)
