@@ -77,9 +77,7 @@ EXPOSURE_PAIRS = Staged(
     USER_SHARDS,
 )
 # What the candidates count over every user's requests (solaris.precompute.candidates.RequestStats).
-REQUEST_STATS = Staged(
-    "request_stats", "the likely users, co-visitation and popularity of every user's requests of the lookback"
-)
+REQUEST_STATS = Staged("request_stats", "likely users, co-visitation and popularity over every user's requests")
 POOL = Staged("pool", "candidate pairs with their source, minus pairs an earlier run keeps fresh all hour", USER_SHARDS)
 # What the demand model reads of every user's requests: each item's listings, counted over all users.
 ITEM_LISTINGS = Staged("item_listings", "each item's listings in the requests of the day before the hour")
