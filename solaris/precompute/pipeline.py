@@ -315,7 +315,7 @@ PRECOMPUTE = Pipeline(
             "neighbours",
             f"{SIMILARITY_NODES}:neighbours",
             after=("aggregates", "knn_search"),
-            reads=(USER_VECTORS, NEIGHBOUR_ROWS),
+            reads=(NEIGHBOUR_ROWS,),
         ),
         # The A2A tier's item neighbours: among the items with fresh pair codes, this run's included.
         Step("item_neighbours", f"{SIMILARITY_NODES}:item_neighbours", after=("neighbours",)),
@@ -384,7 +384,7 @@ PRECOMPUTE = Pipeline(
             f"{SIMILARITY_NODES}:neighbours",
             shadow=True,
             after=("shadow_aggregates", "shadow_knn_search"),
-            reads=(SHADOW_USER_VECTORS, SHADOW_NEIGHBOUR_ROWS),
+            reads=(SHADOW_NEIGHBOUR_ROWS,),
         ),
         Step(
             "shadow_item_neighbours", f"{SIMILARITY_NODES}:item_neighbours", shadow=True, after=("shadow_neighbours",)

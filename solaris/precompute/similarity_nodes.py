@@ -89,6 +89,7 @@ def knn_search(run: HourRun, settings: Settings, shard: int) -> Meta:
         index = stage.read(KNN_INDEX)
         pool = PoolIndex.from_bytes(index["index"][0].as_py(), index["pool_ids"][0].values.to_numpy())
         found = search_pool(pool, ids, vectors, run.params.knn_k)
+        meta[DEGENERATE["user"]] = int(degenerate(vectors).sum())
         k = found.k
         rows = {
             "user_id": pa.array(found.user_ids, pa.int64()),
@@ -124,16 +125,14 @@ def neighbours(run: HourRun, settings: Settings) -> Meta:
     """The hour's user KNN table to the store, a user shard at a time: each covered user's ``knn_k`` nearest
     pooled users, one index per embedding version per hour (the pool changes every hour). Only rows that
     differ from the last run's go to the store, all of them every ``knn_rebuild_hours``, so a row lives that
-    long. A user whose vector is zero or non-finite gets an empty row and lends none (counted)."""
+    long. A user whose vector is zero or non-finite got an empty row from ``knn_search`` (which counts it)."""
     with timed({}) as meta, open_configured_store(settings) as store:
         stage = step_staging(settings, run, "neighbours")
         folder, count = knn_state_dir(settings, run), shard_count(run, USER_SHARDS)
-        meta |= {DEGENERATE["user"]: 0, "neighbours_written": 0, "knn_rows_written": 0, "knn_full_rewrite": 0}
+        meta |= {"neighbours_written": 0, "knn_rows_written": 0, "knn_full_rewrite": 0}
         for shard in range(count):
-            _, vectors, _ = user_vector_arrays(stage.read(USER_VECTORS, shard))
             built = neighbour_rows(stage.read(NEIGHBOUR_ROWS, shard))
             written = _write_shard_rows(run, store, folder, UserShard(shard, count), built)
-            meta[DEGENERATE["user"]] += int(degenerate(vectors).sum())
             meta["neighbours_written"] += written["neighbours_written"]
             meta["knn_rows_written"] += written["knn_rows_written"]
             meta["knn_full_rewrite"] |= written["knn_full_rewrite"]  # 1: some shard rewrote all its rows
