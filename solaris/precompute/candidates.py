@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import as_utc
+from solaris.precompute.params import LIKELY_USERS
 from solaris.precompute.ranking import first_per_key, group_rank, order_by
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -45,7 +46,7 @@ class CandidateConfig:
     lookback: timedelta = timedelta(hours=24)
     # A request's activity weight halves every ``half_life``; it ranks users and item popularity.
     half_life: timedelta = timedelta(hours=6)
-    max_users: int = 20_000
+    max_users: int = LIKELY_USERS
     # The candidate lists of a user's last ``recent_requests`` requests are their "recent" source.
     recent_requests: int = 3
     # Co-visitation counts items that co-occur in the first ``covisit_head`` candidates of a request.

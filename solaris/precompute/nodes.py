@@ -139,7 +139,7 @@ def count_requests(run: HourRun, settings: Settings) -> Meta:
     precompute."""
     with timed({}) as meta:
         log, start = event_log(settings), run.interval_start
-        config = CandidateConfig()
+        config = CandidateConfig(max_users=run.params.likely_users)
         stats = request_stats(log, start, config)
         if stats.empty:
             lookback = config.lookback / timedelta(hours=1)

@@ -15,6 +15,7 @@ from solaris.config import DEVICES
 
 SELECTORS = ("budget", "verifier")
 FM_BUDGET = 60_000
+LIKELY_USERS = 20_000
 _TYPES = {
     "int": (numbers.Integral, "integer", int),
     "float": (numbers.Real, "number", float),
@@ -117,6 +118,13 @@ class PrecomputeParams:
     batch_size: int = knob(4096, "pairs per FM forward", minimum=64, maximum=65536, in_form=True)
     device: str = knob("auto", "FM device", choices=DEVICES, in_form=True)
     per_user_cap: int = knob(50, "speculative pairs selected per user at most", minimum=1)
+    # Speculative candidates go to the users most likely to come back; every other user's requested pairs still
+    # reach the FM an hour later through the re-queue of misses.
+    likely_users: int = knob(
+        LIKELY_USERS,
+        "users given speculative candidates each hour: those with the most recency-weighted requests",
+        minimum=1,
+    )
     window_hours: int = knob(24, "hours of pair codes a user aggregate averages", minimum=1)
     knn_k: int = knob(10, "neighbours kept per user", minimum=1)
     # Users with a request or a sign-up this recent get a neighbour row (new users have no other tier).

@@ -11,8 +11,10 @@ from store_state import store_checksum
 
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
-from solaris.precompute import nodes
-from solaris.precompute.run import run_hour, run_resolved
+from solaris.precompute import nodes, run_files
+from solaris.precompute.candidates import RequestStats
+from solaris.precompute.pipeline import REQUEST_STATS
+from solaris.precompute.run import call_node, run_hour, run_resolved
 from solaris.store import open_store
 from solaris.tracking import registry
 from solaris.tracking.registry import CHAMPION
@@ -143,3 +145,12 @@ def test_an_hour_with_no_events_before_it_is_skipped_and_says_why(run_settings: 
         record = store.get_run(done["run_key"])
     assert record is not None and record.status == "skipped" and record.counts == {}
     assert store_checksum(run_settings.store_url)["pair_embeddings"][0] == 0
+
+
+@pytest.mark.parametrize("likely_users", [3, 5])
+def test_likely_users_bounds_the_users_given_speculative_candidates(run_settings: Settings, likely_users: int) -> None:
+    start = EventLog(run_settings.world_dir()).start + FIRST_HOUR
+    run = nodes.hour_run(nodes.resolve(run_settings, start, PARAMS | {"likely_users": likely_users}, fixed_clock()))
+    call_node(run, run_settings, "count_requests", None)
+    stats = RequestStats.from_table(run_files.step_staging(run_settings, run, "candidates").read(REQUEST_STATS))
+    assert len(stats.likely_users) == likely_users
