@@ -55,8 +55,15 @@ bench: $(STAMP) bench-setup
 	$(BIN)/python bench/run_all.py
 
 # bench_serving.py's HTTP load generator (hey): installed when missing, or the way to install it is printed.
-bench-setup:
+# bench_feast.py's Feast baseline: its own environment, since Feast pins pandas below the project's.
+FEAST_VENV := .venv-feast
+bench-setup: $(FEAST_VENV)/.installed
 	bench/install_hey.sh
+
+$(FEAST_VENV)/.installed: bench/feast-requirements.txt
+	test -x $(FEAST_VENV)/bin/python || $(PYTHON) -m venv $(FEAST_VENV)
+	$(FEAST_VENV)/bin/pip install -q -r bench/feast-requirements.txt
+	touch $@
 
 clean:
 	rm -rf var mlflow/mlflow.db mlflow/artifacts

@@ -208,11 +208,12 @@ def requests(data: Pairs, n: int, seed: int = 2) -> list[tuple[int, np.ndarray]]
 
 
 def paired_latencies_ms(
-    calls: Sequence[Callable[[int, np.ndarray], object]], reqs: list[tuple[int, np.ndarray]]
+    calls: Sequence[Callable[[int, np.ndarray], object]], reqs: list[tuple[int, np.ndarray]], warm: bool = True
 ) -> list[np.ndarray]:
     """Each call's latencies on the same requests, the calls taking turns at going first: run one after the
-    other, the second would find the first's pages (and, on PostgreSQL, its hint bits) already warm."""
-    for user, items in reqs[:50]:  # warm caches and prepared statements
+    other, the second would find the first's pages (and, on PostgreSQL, its hint bits) already warm. ``warm``
+    first runs the first 50 requests untimed (caches, prepared statements)."""
+    for user, items in reqs[:50] if warm else []:
         for call in calls:
             call(user, items)
     times: list[list[float]] = [[] for _ in calls]
