@@ -38,7 +38,9 @@ def mixed_requests(data: Pairs, n: int, seed: int = 3) -> tuple[np.ndarray, np.n
         own = data.items[user * ITEMS_PER_USER : (user + 1) * ITEMS_PER_USER]
         others = np.setdiff1d(np.arange(ITEM_POOL), own)
         candidates[row] = rng.permutation(
-            np.concatenate([rng.choice(own, PRESENT, replace=False), rng.choice(others, 200 - PRESENT, replace=False)])
+            np.concatenate(
+                [rng.choice(own, PRESENT, replace=False), rng.choice(others, ITEMS_PER_USER - PRESENT, replace=False)]
+            )
         )
     return users, candidates
 
@@ -50,8 +52,9 @@ class Feast:
         np.savez(workdir / "pairs.npz", users=data.users, items=data.items, vectors=data.vectors.astype(np.float16))
         np.savez(workdir / "requests.npz", users=users, candidates=candidates)
         script = Path(__file__).with_name("feast_online.py")
+        paths = [str(workdir), str(workdir / "pairs.npz"), str(workdir / "requests.npz")]
         self.process = subprocess.Popen(
-            [str(FEAST_PYTHON), str(script), str(workdir), str(workdir / "pairs.npz"), str(workdir / "requests.npz")],
+            [str(FEAST_PYTHON), str(script), *paths, "--created-at", T0.isoformat()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -94,10 +97,11 @@ def compare(rows: int, n_requests: int, workdir: Path) -> dict[str, np.ndarray |
             theirs, found = [], []
             for block, start in enumerate(range(0, n_requests, BLOCK)):
                 stop = min(start + BLOCK, n_requests)
-                if block % 2:
+                feast_first = block % 2 == 1  # the two sides take turns at going first
+                if feast_first:
                     feast_ms, feast_found = feast.time(start, stop)
                 mine = paired_latencies_ms(calls, reqs[start:stop], warm=False)
-                if not block % 2:
+                if not feast_first:
                     feast_ms, feast_found = feast.time(start, stop)
                 for k, ms in enumerate(mine):
                     ours[k].extend(ms.tolist())
@@ -132,13 +136,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {r['feast_found']:.0f} by Feast); Feast loaded them in {r['feast_write_s']:.0f} s"
     )
     print(f"{'read':<32} {'p50':>8} {'p99':>8} {'Feast/it p50':>13} {'Feast/it p99':>13}")
+    feast50, feast99 = np.percentile(r["feast"], [50, 99])
     for name, ms in [
         ("SOLARIS read_tiers (4 tiers)", r["solaris"]),
         ("raw SQLite floor (pairs only)", r["floor"]),
         ("Feast get_online_features", r["feast"]),
     ]:
         p50, p99 = np.percentile(ms, [50, 99])
-        feast50, feast99 = np.percentile(r["feast"], [50, 99])
         print(f"{name:<32} {p50:>6.2f}ms {p99:>6.2f}ms {feast50 / p50:>12.1f}x {feast99 / p99:>12.1f}x")
     return 0
 

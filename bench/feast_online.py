@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +88,7 @@ def main() -> int:
     parser.add_argument("workdir", type=Path)
     parser.add_argument("pairs", type=Path, help=".npz of users, items and float16 vectors")
     parser.add_argument("requests", type=Path, help=".npz of users and candidates (one row per request)")
-    parser.add_argument("--created-at", type=datetime.fromisoformat, default=datetime(2026, 3, 1, tzinfo=UTC))
+    parser.add_argument("--created-at", type=datetime.fromisoformat, required=True, help="the pairs' write time")
     args = parser.parse_args()
     store = feature_store(args.workdir)
     write_s = write_pairs(store, np.load(args.pairs), args.created_at)
