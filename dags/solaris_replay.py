@@ -6,9 +6,11 @@ first-stage VMs are trained on the first span; on the logging span every hour is
 impressions served and the features as served logged, the FM refreshed daily (`fm_refresh`); every VM
 variant is refreshed on what the last FM version served; the
 evaluation span is replayed the same way and every model scored on the same served events; finally the
-precompute budget (`top_fraction`) is swept. One mapped task per seed; each writes its report (HTML, PNGs,
-JSON) under `SOLARIS_DATA_DIR/replay/<world>/seed-<N>/report` and to the MLflow experiment
-`solaris-replay`. The summary task prints every seed's table and the spread across seeds.
+precompute budget (`top_fraction`) is swept, the selectors compared at equal FM calls and the budget selector
+run over the capacity plan's grid of spends x TTLs. One mapped task per seed; each writes its report (HTML,
+PNGs, JSON) under `SOLARIS_DATA_DIR/replay/<world>/seed-<N>/report` and to the MLflow experiment
+`solaris-replay`. The summary task prints every seed's table and the spread across seeds; the plan task the
+budget and TTL to run at over every seed (`replay/<world>/plan`, MLflow experiment `solaris-plan`).
 
 Trigger it from the UI with a preset (a synthetic world generated per seed) or a world already imported
 (e.g. MovieLens-100K after `solaris data import movielens`). A replay keeps its own store and registry:
@@ -38,6 +40,7 @@ def _request(params: dict[str, Any]) -> Any:
         sweep=bool(params["sweep"]),
         speculation=bool(params["speculation"]),
         fm_refresh=str(params["fm_refresh"]),
+        plan=bool(params["plan"]),
     )
 
 
@@ -64,6 +67,9 @@ def _request(params: dict[str, Any]) -> Any:
         "sweep": Param(True, type="boolean", description="also sweep top_fraction 0.05 / 0.1 / 0.2 / 0.4"),
         "speculation": Param(
             True, type="boolean", description="also compare the verifier and budget selectors at equal FM calls"
+        ),
+        "plan": Param(
+            True, type="boolean", description="also run the capacity plan's grid (budget x TTL) and write the plan"
         ),
     },
 )
@@ -94,7 +100,25 @@ def solaris_replay() -> None:
             raise AirflowFailException(f"replay invariants violated in {', '.join(broken)}")
         return text
 
-    summarize(replay_seed.expand(seed=seeds()))
+    @task
+    def plan(report_folders: list[str], params: dict[str, Any] | None = None) -> str:
+        from pathlib import Path
+
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from solaris.config import Settings
+        from solaris.eval.plan_job import plan_folders
+        from solaris.eval.report.plan_view import plan_text
+
+        if not _request(params or {}).plans:
+            raise AirflowSkipException("no plan: the replay ran no arms (sweep and speculation off) or plan is off")
+        found, out = plan_folders(Settings.from_env(), [Path(f) for f in report_folders])
+        print(plan_text(found))
+        return str(out)
+
+    folders = replay_seed.expand(seed=seeds())
+    summarize(folders)
+    plan(folders)
 
 
 solaris_replay()

@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from solaris.cli import data, main_job, replay, serve, stack, store, train
+from solaris.cli import data, main_job, plan, replay, serve, stack, store, train
 
-DOMAINS = (data, main_job, replay, serve, stack, store, train)
+DOMAINS = (data, main_job, plan, replay, serve, stack, store, train)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, REPLAY_KNOBS, SWEEP_WARMUP_HOURS, VM_SEEDS
+from solaris.eval.protocol import (
+    DEFAULT_FM_REFRESH,
+    FM_REFRESH_HOURS,
+    PLAN_TTL_HOURS,
+    REPLAY_KNOBS,
+    SWEEP_WARMUP_HOURS,
+    VM_SEEDS,
+)
 from solaris.precompute.params import cli_option
 
 
@@ -46,12 +53,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"hours each sweep or selector arm precomputes first (default {SWEEP_WARMUP_HOURS})",
     )
     p.add_argument("--sweep-hours", type=int, help="eval hours each sweep or selector arm serves (default: all)")
+    p.add_argument(
+        "--no-plan",
+        action="store_true",
+        help="skip the capacity plan: its grid arms (the budget selector at every spend x --plan-ttl-hours) and plan/",
+    )
+    p.add_argument(
+        "--plan-ttl-hours",
+        type=int,
+        nargs="*",
+        default=list(PLAN_TTL_HOURS),
+        help=f"the TTLs the plan's grid runs besides --ttl-hours (default {' '.join(map(str, PLAN_TTL_HOURS))})",
+    )
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from solaris.config import get_settings
     from solaris.eval.job import ReplayRequest, replay_one, summary, violated
+    from solaris.eval.plan_job import plan_folders
+    from solaris.eval.report.plan_view import plan_text
 
     settings = get_settings()
     request = ReplayRequest(
@@ -67,10 +88,15 @@ def run(args: argparse.Namespace) -> int:
         sweep_hours=args.sweep_hours,
         fm_refresh=args.fm_refresh,
         vm_seeds=tuple(args.vm_seeds),
+        plan=not args.no_plan,
+        plan_ttl_hours=tuple(args.plan_ttl_hours),
     )
     folders = [replay_one(settings, request, seed) for seed in request.seeds]
     print(summary(folders))
-    if broken := violated(folders):
+    if broken := violated(folders):  # no plan from figures that break the replay's invariants
         print(f"solaris replay: invariants violated in {', '.join(broken)}", file=sys.stderr)
         return 1
+    if request.plans:
+        plan, out = plan_folders(settings, folders)
+        print(f"{plan_text(plan)}plan: {out}")
     return 0

@@ -120,6 +120,34 @@ class SpeculationPoint:
 
 
 @dataclass(frozen=True)
+class CurvePoint:
+    """One arm of the capacity plan's curve (:mod:`solaris.eval.plan`): a selector at one spend and TTL over the
+    arms' served hours, the SOLARIS VM's NE on what it served, and that NE against the full-budget arm's (the
+    arm that made the most FM calls), paired over the same requests. ``spend`` names the budget the same way on
+    every seed ("top 0.1": the verifier at top_fraction 0.1, or the budget selector given what that verifier
+    spent), so a plan can pool seeds whose worlds spend differently."""
+
+    selector: str
+    spend: str
+    ttl_hours: int
+    min_demand: float
+    fm_budget: int | None  # the budget selector's; None for a verifier arm
+    top_fraction: float | None  # the verifier's; None for a budget arm
+    fm_calls_per_hour: float
+    coverage_pair: float
+    hit_rate_ttl: float | None
+    ne: float
+    ne_ci95: Interval
+    ne_loss: float  # this arm's NE minus the full-budget arm's: > 0 where spending less costs NE
+    ne_loss_ci95: Interval
+
+    @property
+    def key(self) -> tuple[str, str, int, float]:
+        """What identifies the arm across seeds."""
+        return self.selector, self.spend, self.ttl_hours, self.min_demand
+
+
+@dataclass(frozen=True)
 class TierContribution:
     """What one tier adds to the SOLARIS VM on the evaluation span: the ladder's VM that sees the tiers before
     it (the base VM for the first) against the one that also sees it, on the same served events."""
@@ -184,6 +212,11 @@ class ReplayReport:
     users_known: float | None = None
     # Every configured VM (the lead's models are the top-level ``models``); empty in a report written before.
     per_vm: dict[str, VMFigures] = field(default_factory=dict)
+    # The capacity plan's arms (empty: the replay ran no arms, or a report written before them), and the plan
+    # this seed alone gives (solaris.eval.plan; empty where there is none).
+    curve: list[CurvePoint] = field(default_factory=list)
+    plan: dict[str, object] = field(default_factory=dict)
+    commit: str | None = None  # the source the replay ran (git), so a plan can say what it came from
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:
@@ -207,6 +240,7 @@ class ReplayReport:
                 "hours": [HourFigures(**h) for h in raw["hours"]],
                 "sweep": [SweepPoint(**s) for s in raw["sweep"]],
                 "speculation": [SpeculationPoint(**s) for s in raw.get("speculation", [])],
+                "curve": [CurvePoint(**c) for c in raw.get("curve", [])],
                 "tier_contributions": [TierContribution(**c) for c in raw.get("tier_contributions", [])],
                 "slices": [
                     Slice(**c | {"models": [ModelScore(**m) for m in c["models"]]}) for c in raw.get("slices", [])

@@ -4,6 +4,7 @@ written to its folder (HTML, PNGs, JSON) and logged to the user's MLflow, and a 
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,7 +15,15 @@ from solaris.eval import report as render
 from solaris.eval.arms import mean_coverage
 from solaris.eval.figures import ReplayReport
 from solaris.eval.judging import VMTraining
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, REPLAY_KNOBS, SWEEP_WARMUP_HOURS, VM_SEEDS, check_fm_refresh
+from solaris.eval.plan import make_plan
+from solaris.eval.protocol import (
+    DEFAULT_FM_REFRESH,
+    PLAN_TTL_HOURS,
+    REPLAY_KNOBS,
+    SWEEP_WARMUP_HOURS,
+    VM_SEEDS,
+    check_fm_refresh,
+)
 from solaris.eval.replay import ReplayConfig, run_replay
 from solaris.precompute.params import PrecomputeParams
 from solaris.tracking import registry
@@ -36,9 +45,13 @@ class ReplayRequest:
     sweep_hours: int | None = None
     fm_refresh: str = DEFAULT_FM_REFRESH
     vm_seeds: tuple[int, ...] = VM_SEEDS  # one training run of every VM variant per seed
+    plan: bool = True  # run the capacity plan's grid arms and write its plan
+    plan_ttl_hours: tuple[int, ...] = PLAN_TTL_HOURS
 
     def __post_init__(self) -> None:
         check_fm_refresh(self.fm_refresh)
+        if bad := [t for t in self.plan_ttl_hours if t < 1]:
+            raise ValueError(f"--plan-ttl-hours must each be at least 1, got {', '.join(map(str, bad))}")
         VMTraining(seeds=self.vm_seeds)  # distinct and at least one, named on error
         if self.sweep_warmup_hours < 0:
             raise ValueError(f"--sweep-warmup-hours must be at least 0, got {self.sweep_warmup_hours}")
@@ -51,6 +64,11 @@ class ReplayRequest:
         if unknown := sorted(set(self.knobs) - set(REPLAY_KNOBS)):
             raise ValueError(f"a replay takes the knobs {', '.join(REPLAY_KNOBS)}, not {', '.join(unknown)}")
         PrecomputeParams.from_mapping(dict(self.knobs))  # bounds, named on error
+
+    @property
+    def plans(self) -> bool:
+        """Whether a plan follows the seeds: asked for, and arms to plan from."""
+        return self.plan and (self.sweep or self.speculation)
 
     @property
     def name(self) -> str:
@@ -84,6 +102,7 @@ def replay_config(
         sweep_hours=request.sweep_hours,
         fm_refresh=request.fm_refresh,
         vm_training=replace(base.vm_training, seeds=request.vm_seeds),
+        plan_ttl_hours=request.plan_ttl_hours if request.plan else (),
         device="cpu" if settings.device == "auto" else settings.device,
     )
 
@@ -93,7 +112,11 @@ def replay_one(settings: Settings, request: ReplayRequest, seed: int, config: Re
     report folder."""
     folder = (request.out or settings.data_dir / "replay" / request.name) / f"seed-{seed}"
     config = replay_config(settings, request, seed, config)
-    report = run_replay(settings, log_root(settings, request, seed), folder / "state", config)
+    report = replace(
+        run_replay(settings, log_root(settings, request, seed), folder / "state", config), commit=source_commit()
+    )
+    if report.curve:
+        report = replace(report, plan=make_plan([report]).as_dict())
     render.write_html(report, folder / "report")
     log_to_mlflow(settings, report, folder / "report")
     return folder / "report"
@@ -123,7 +146,22 @@ def summary(report_folders: list[Path]) -> str:
     return "\n\n".join(parts)
 
 
-def _metric_name(text: str) -> str:
+def source_commit() -> str | None:
+    """The git commit of the source this replay runs (None outside a git checkout), so its figures and plan
+    say what they came from; a checkout with changes not committed says so."""
+    here = Path(__file__).parent
+
+    def git(*args: str) -> str | None:
+        found = subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, check=False)
+        return found.stdout.strip() if found.returncode == 0 else None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        return None
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def metric_name(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_").lower()
 
 
@@ -141,7 +179,7 @@ def log_to_mlflow(settings: Settings, report: ReplayReport, folder: Path) -> Non
             }
         )
         for m in report.models:
-            key = _metric_name(m.name)
+            key = metric_name(m.name)
             mlflow.log_metrics({f"ne_{key}": m.ne, f"auc_{key}": m.auc, f"log_loss_{key}": m.log_loss})
             with_ci = (("ne_gain", m.ne_gain, m.ne_gain_ci95), ("transfer", m.transfer_ratio, m.transfer_ratio_ci95))
             for name, value, ci in with_ci:

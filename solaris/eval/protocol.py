@@ -14,6 +14,9 @@ DEFAULT_FM_REFRESH = "daily"
 VM_SEEDS = (0, 1, 2)
 # Hours each sweep or selector arm precomputes before the hours it is scored on, so that its fresh store is warm.
 SWEEP_WARMUP_HOURS = 8
+# The TTLs the capacity plan's grid runs the budget selector at besides the replay's own ttl_hours, at every
+# spend of the selector comparison (solaris.eval.capacity).
+PLAN_TTL_HOURS = (2, 8)
 # The precompute's knobs a replay takes (their defaults and bounds: solaris.precompute.params); the CLI, the
 # solaris_replay DAG's form and the request all follow this list, so none is copied by hand.
 REPLAY_KNOBS = ("top_fraction", "ttl_hours", "ttl_jitter_hours", "cohorts", "cohort_items")

@@ -19,7 +19,7 @@ import numpy as np
 from solaris.config import Settings
 from solaris.data.eventlog import EventLog
 from solaris.data.hourly import HOUR, hours_between
-from solaris.eval import loop
+from solaris.eval import capacity, loop
 from solaris.eval.arms import Arms, arm_span, fm_calls_per_served_pair, mean_coverage, pooled_efficiency
 from solaris.eval.ceiling import known_user_share
 from solaris.eval.events import ServedEvents, concat, hour_index, served_events
@@ -32,7 +32,7 @@ from solaris.eval.figures import (
 )
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
 from solaris.eval.judging import JudgedVM, VMTraining, judge_vm
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, SWEEP_WARMUP_HOURS, check_fm_refresh, protocol
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, PLAN_TTL_HOURS, SWEEP_WARMUP_HOURS, check_fm_refresh, protocol
 from solaris.eval.scoring import score_slices, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
@@ -62,6 +62,7 @@ class ReplayConfig:
     shadow_hours: int = PrecomputeParams.shadow_hours  # a refreshed FM is written in shadow this long first
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
     speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
+    plan_ttl_hours: tuple[int, ...] = PLAN_TTL_HOURS  # the capacity grid's other TTLs (empty: no grid arms)
     sweep_warmup_hours: int = SWEEP_WARMUP_HOURS
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
@@ -202,7 +203,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         config.progress,
     )
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
-    speculation = []
+    speculation, spends = [], []
     if config.speculation:
         replay.phase(
             "demand model for the selector arms",
@@ -211,9 +212,12 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
             ),
         )
         params = config.precompute_params(config.top_fraction)
-        speculation = replay.phase(
+        speculation, spends = replay.phase(
             "selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params)
         )
+    declared = capacity.verifier_arms([*config.sweep, *config.speculation], config.precompute_params)
+    declared += capacity.budget_grid(spends, list(config.plan_ttl_hours), config.precompute_params(config.top_fraction))
+    curve = replay.phase("capacity grid", lambda: capacity.curve(arms, declared)) if declared else []
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,
@@ -226,6 +230,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         staleness_hours=distribution(evaluated.staleness_hours),
         efficiency=pooled_efficiency(evaluated.figures),
         speculation=speculation,
+        curve=curve,
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
         slices=slices,

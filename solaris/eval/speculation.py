@@ -10,7 +10,7 @@ nothing the arms serve is seen by the model that chooses for them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from solaris.config import Settings
@@ -73,24 +73,44 @@ def point(
     )
 
 
-def compare_selectors(arms: Arms, fractions: tuple[float, ...], params: dict[str, object]) -> list[SpeculationPoint]:
+@dataclass(frozen=True)
+class Spend:
+    """An FM budget the budget selector runs at, named by the verifier arm whose spend it is, so that the
+    same spend has one name across seeds (their worlds spend differently); the capacity plan's budget axis."""
+
+    name: str
+    fm_budget: int
+    verifier: dict[str, object]  # the verifier arm the budget arm's NE is set against
+
+
+def compare_selectors(
+    arms: Arms, fractions: tuple[float, ...], params: dict[str, object]
+) -> tuple[list[SpeculationPoint], list[Spend]]:
     """A verifier arm per fraction, then a budget arm with the FM calls it spent per served hour; last, where
     the fractions hold the default one, a budget arm with a third of that verifier's calls (#15's other form
-    of its goal: the verifier's coverage with at most a third of its FM calls)."""
-    points, default = [], []
+    of its goal: the verifier's coverage with at most a third of its FM calls). Returns the points and the
+    budget arms' spends."""
+    points, spends, default = [], [], []
     for fraction in fractions:
         verifier = params | {"selector": "verifier", "top_fraction": fraction}
         run, scored = arms.run(f"verifier-{fraction:g}", verifier)
-        budget = max(1, round(sum(f.fm_calls for f in run.figures) / len(run.figures)))
-        points.append(point("verifier", budget, fraction, run.figures, scored))
-        points.append(budget_point(arms, budget, params, verifier))
+        spend = Spend(
+            f"top {fraction:g}", max(1, round(sum(f.fm_calls for f in run.figures) / len(run.figures))), verifier
+        )
+        points.append(point("verifier", spend.fm_budget, fraction, run.figures, scored))
+        points.append(budget_point(arms, spend, params))
+        spends.append(spend)
         if fraction == PrecomputeParams.top_fraction:
-            default.append((budget, verifier))
-    return points + [budget_point(arms, max(1, budget // THIRD), params, verifier) for budget, verifier in default]
+            default.append(Spend(f"top {fraction:g} / {THIRD}", max(1, spend.fm_budget // THIRD), verifier))
+    return points + [budget_point(arms, spend, params) for spend in default], spends + default
 
 
-def budget_point(arms: Arms, budget: int, params: dict[str, object], verifier: dict[str, object]) -> SpeculationPoint:
-    """The budget selector at ``budget``, its NE set against the ``verifier`` arm's."""
-    arm = params | {"selector": "budget", "fm_budget": budget}
-    run, scored = arms.run(f"budget-{budget}", arm)
-    return point("budget", budget, None, run.figures, scored, arms.ne_gain(verifier, arm))
+def budget_params(params: dict[str, object], spend: Spend) -> dict[str, object]:
+    return params | {"selector": "budget", "fm_budget": spend.fm_budget}
+
+
+def budget_point(arms: Arms, spend: Spend, params: dict[str, object]) -> SpeculationPoint:
+    """The budget selector at ``spend``, its NE set against the verifier arm whose spend it got."""
+    arm = budget_params(params, spend)
+    run, scored = arms.run(f"budget-{spend.fm_budget}", arm)
+    return point("budget", spend.fm_budget, None, run.figures, scored, arms.ne_gain(spend.verifier, arm))

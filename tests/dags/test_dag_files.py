@@ -105,7 +105,7 @@ def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: A
 
     dag = dagbag.dags["solaris_replay"]
     assert dag.schedule is None
-    assert set(dag.params) == {"preset", "world", "seeds", "fm_refresh", "sweep", "speculation", *REPLAY_KNOBS}
+    assert set(dag.params) == {"preset", "world", "seeds", "fm_refresh", "sweep", "speculation", "plan", *REPLAY_KNOBS}
     assert dag.params.get_param("fm_refresh").schema["enum"] == list(FM_REFRESH_HOURS)  # the CLI's choices
     for name in REPLAY_KNOBS:  # the precompute's own definition of each (solaris.precompute.params)
         param, expected = dag.params.get_param(name), airflow_param(name)
@@ -114,6 +114,7 @@ def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: A
     assert dag.params.get_param("seeds").schema["items"] == {"type": "integer", "minimum": 0}
     assert isinstance(dag.task_dict["replay_seed"], MappedOperator)
     assert dag.task_dict["summarize"].upstream_task_ids == {"replay_seed"}
+    assert dag.task_dict["plan"].upstream_task_ids == {"replay_seed"}
 
 
 def test_dag_modules_import_nothing_heavy_at_top_level(airflow_env: dict[str, str]) -> None:

@@ -5,6 +5,8 @@ older than their TTL and never from the future)."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -28,6 +30,7 @@ from solaris.training.jobs import TRAINED_UNTIL
 from solaris.vms import DEFAULT_VMS
 
 LEAD = DEFAULT_VMS[0]
+GRID_TTL = 8
 
 # The replay fixture (train, two FM refreshes, the eval span, the sweep and the selector arms) is one setup of
 # about 8 minutes on 2 cores (870 s measured beside two other replays, past the suite's 600 s default): a long
@@ -41,8 +44,10 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Replay
     settings = Settings.from_env({"SOLARIS_HOME": str(home)})
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SOLARIS_HOME", str(home))
-        # The sweep arms serve the eval span's last 6 hours after 4 warm-up hours: the suite's time budget.
-        assert main(["replay", "--preset", "tiny", "--sweep-warmup-hours", "4", "--sweep-hours", "6"]) == 0
+        # The sweep arms serve the eval span's last 6 hours after 4 warm-up hours, and the plan's grid one TTL
+        # besides the default: the suite's time budget.
+        argv = ["--sweep-warmup-hours", "4", "--sweep-hours", "6", "--plan-ttl-hours", str(GRID_TTL)]
+        assert main(["replay", "--preset", "tiny", *argv]) == 0
     folder = settings.data_dir / "replay" / "tiny" / "seed-0" / "report"
     return settings, ReplayReport.from_json((folder / "report.json").read_text())
 
@@ -286,3 +291,35 @@ def test_the_selectors_are_compared_at_equal_fm_budgets(replayed: tuple[Settings
     } <= set(run.data.metrics)
     html = (settings.data_dir / "replay" / "tiny" / "seed-0" / "report" / "report.html").read_text()
     assert "Selectors at equal FM budgets" in html and "speculation.png" in html
+
+
+def test_the_capacity_plan_runs_its_grid_each_arm_on_a_fresh_store(replayed: tuple[Settings, ReplayReport]) -> None:
+    settings, report = replayed
+    budget = [p for p in report.curve if p.selector == "budget"]
+    spends = {"top 0.1", "top 0.2", "top 0.4", "top 0.2 / 3"}
+    ttls = {PrecomputeParams.ttl_hours, GRID_TTL}
+    assert sorted((p.spend, p.ttl_hours) for p in budget) == sorted((s, t) for s in spends for t in ttls)
+    assert sorted(p.top_fraction for p in report.curve if p.selector == "verifier") == [0.05, 0.1, 0.2, 0.4]
+    full = max(report.curve, key=lambda p: p.fm_calls_per_hour)
+    assert full.ne_loss == 0 and full.ne_loss_ci95 == [0, 0]
+    for p in report.curve:  # paired against the full budget: narrower than the arm's own NE interval
+        assert p.ne_loss == pytest.approx(p.ne - full.ne, abs=1e-9)
+        assert p.ne_loss_ci95[1] - p.ne_loss_ci95[0] <= p.ne_ci95[1] - p.ne_ci95[0]
+    # Each arm on a fresh store: its own, holding exactly its warm-up and served hours' runs, at its own budget.
+    state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"
+    for p in report.curve:
+        name = f"sweep-{p.top_fraction:g}" if p.fm_budget is None else f"budget-{p.fm_budget}"
+        name += f"-ttl{p.ttl_hours}" if p.ttl_hours != PrecomputeParams.ttl_hours else ""
+        with sqlite3.connect(state / name / "store.db") as db:
+            runs = [json.loads(c) for (c,) in db.execute("SELECT counts FROM precompute_runs")]
+        assert len(runs) == 4 + 6, name
+        assert all(r.get("fm_budget") == p.fm_budget for r in runs), name
+    # The seed's own plan in its report and page, and the plan over the seeds beside them and in MLflow.
+    assert report.plan["world"] == "tiny" and report.plan["verdict"]
+    folder = settings.data_dir / "replay" / "tiny"
+    html = (folder / "seed-0" / "report" / "report.html").read_text()
+    assert "Capacity plan" in html and (folder / "seed-0" / "report" / "plan.png").is_file()
+    pooled = json.loads((folder / "plan" / "plan.json").read_text())
+    assert pooled["seeds"] == [0] and pooled["commits"] and pooled["verdict"] == report.plan["verdict"]
+    client = mlflow.MlflowClient(settings.mlflow_tracking_uri)
+    assert client.search_runs([client.get_experiment_by_name("solaris-plan").experiment_id])

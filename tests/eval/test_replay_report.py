@@ -534,8 +534,8 @@ def test_solaris_replay_exits_non_zero_when_a_seed_breaks_an_invariant(
 
     monkeypatch.setattr(job, "replay_one", replay_one)
     monkeypatch.setenv("SOLARIS_HOME", str(tmp_path))
-    assert main(["replay", "--preset", "tiny", "--seeds", "0", "--no-sweep"]) == 0
-    assert main(["replay", "--preset", "tiny", "--seeds", "0", "1", "--no-sweep"]) == 1
+    assert main(["replay", "--preset", "tiny", "--seeds", "0", "--no-sweep", "--no-plan"]) == 0
+    assert main(["replay", "--preset", "tiny", "--seeds", "0", "1", "--no-sweep", "--no-plan"]) == 1
     assert f"invariants violated in {tmp_path / 'seed-1'}" in capsys.readouterr().err
 
 

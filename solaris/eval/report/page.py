@@ -1,5 +1,6 @@
 """The report as an HTML page, rendered from ``templates/report.html.j2`` (autoescaped: every figure and sentence
-is escaped): the same sections as the terminal table, the broken invariants, and the PNG plots linked beside it.
+is escaped): the same sections as the terminal table, the seed's capacity plan, the broken invariants, and the
+PNG plots linked beside it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader
 
 from solaris.eval.figures import ReplayReport
+from solaris.eval.plan import make_plan
 from solaris.eval.report.invariants import INVARIANTS, check_invariants
+from solaris.eval.report.plan_view import PLAN_CAPTION, plan_sections, write_plan_png
 from solaris.eval.report.plots import write_plots
 from solaris.eval.report.tables import sections, spans_line
 
@@ -25,14 +28,19 @@ def write_html(report: ReplayReport, out_dir: Path) -> Path:
     report = replace(report, invariants={"checked": list(INVARIANTS), "violated": violations})
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    plots = write_plots(report, out_dir)
+    plots, shown = write_plots(report, out_dir), sections(report)
+    if report.curve:  # this seed's own plan (solaris plan pools the seeds)
+        plan = make_plan([report])
+        shown += plan_sections(plan)
+        write_plan_png(plan, out_dir / "plan.png")
+        plots["plan.png"] = PLAN_CAPTION
     page = _environment().get_template("report.html.j2")
     html = out_dir / "report.html"
     html.write_text(
         page.render(
             report=report,
             spans=spans_line(report),
-            sections=sections(report),
+            sections=shown,
             plots=plots,
             violations=violations,
         )

@@ -1,0 +1,75 @@
+"""The capacity plan's arms (#45): every arm a replay runs at some spend, plus the budget selector over a grid of
+spends x TTLs, each on a fresh store over the same served hours (:class:`~solaris.eval.arms.Arms`), gathered
+into the curve a plan reads (:class:`~solaris.eval.figures.CurvePoint`).
+
+The spends are the selector comparison's (:class:`~solaris.eval.speculation.Spend`: what each verifier arm
+spent, and a third of the default's), so the grid adds only the other TTLs; an arm already run (the sweep's
+verifier arms, the comparison's budget arms) is read, not run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from solaris.eval.arms import Arms, mean_coverage, pooled_efficiency
+from solaris.eval.figures import CurvePoint
+from solaris.eval.speculation import Spend, budget_params
+
+
+@dataclass(frozen=True)
+class CurveArm:
+    """An arm the curve holds: what it is called across seeds and the precompute parameters it runs."""
+
+    name: str  # its fresh store's folder
+    selector: str
+    spend: str
+    params: dict[str, Any]
+
+
+def verifier_arms(fractions: list[float], params_of: Callable[[float], dict[str, Any]]) -> list[CurveArm]:
+    """The verifier at each top_fraction (the sweep's and the comparison's arms)."""
+    return [CurveArm(f"sweep-{f:g}", "verifier", f"top {f:g}", params_of(f)) for f in sorted(set(fractions))]
+
+
+def budget_grid(spends: list[Spend], ttls: list[int], params: dict[str, Any]) -> list[CurveArm]:
+    """The budget selector at every spend and TTL; the default TTL's arms are the selector comparison's."""
+    return [
+        CurveArm(
+            f"budget-{spend.fm_budget}" if ttl == params["ttl_hours"] else f"budget-{spend.fm_budget}-ttl{ttl}",
+            "budget",
+            spend.name,
+            budget_params(params, spend) | {"ttl_hours": ttl},
+        )
+        for spend in spends
+        for ttl in sorted({params["ttl_hours"], *ttls})
+    ]
+
+
+def curve(arms: Arms, declared: list[CurveArm]) -> list[CurvePoint]:
+    """Every declared arm (run now where it has not run), its NE paired against the full-budget arm's."""
+    runs = [(arm, *arms.run(arm.name, arm.params)) for arm in declared]
+    calls = [sum(f.fm_calls for f in run.figures) / len(run.figures) for _, run, _ in runs]
+    full = declared[max(range(len(declared)), key=calls.__getitem__)]
+    points = []
+    for (arm, run, scored), per_hour in zip(runs, calls, strict=True):
+        gain, (low, high) = arms.ne_gain(full.params, arm.params)
+        points.append(
+            CurvePoint(
+                selector=arm.selector,
+                spend=arm.spend,
+                ttl_hours=int(arm.params["ttl_hours"]),
+                min_demand=float(arm.params.get("min_demand", 0.0)),
+                fm_budget=arm.params.get("fm_budget") if arm.selector == "budget" else None,
+                top_fraction=arm.params.get("top_fraction") if arm.selector == "verifier" else None,
+                fm_calls_per_hour=per_hour,
+                coverage_pair=mean_coverage(run.figures)["pair"],
+                hit_rate_ttl=pooled_efficiency(run.figures)["hit_rate_ttl"],
+                ne=scored.ne,
+                ne_ci95=list(scored.ne_ci95 or [scored.ne, scored.ne]),
+                ne_loss=-gain,
+                ne_loss_ci95=[-high, -low],
+            )
+        )
+    return points

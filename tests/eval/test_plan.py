@@ -1,0 +1,189 @@
+"""The capacity plan on hand-built curves whose knee is known, and ``solaris plan`` on written replays."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import mlflow
+from solaris.cli import main
+from solaris.config import Settings
+from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
+from solaris.eval.plan import PlanError, make_plan
+from solaris.precompute.params import PrecomputeParams
+
+# The budget selector at four spends, ttl 4 h: the loss against the full budget falls as the spend grows, and
+# only the cheapest two are beyond their intervals.
+BUDGET_CURVE = (  # (spend, FM calls an hour, NE loss, its interval)
+    ("top 0.2 / 3", 1_000, 0.0100, (0.0080, 0.0120)),
+    ("top 0.1", 2_000, 0.0040, (0.0030, 0.0050)),
+    ("top 0.2", 4_000, 0.0005, (-0.0002, 0.0012)),
+    ("top 0.4", 8_000, 0.0000, (0.0000, 0.0000)),
+)
+
+
+def point(spend: str, calls: float, loss: float, ci: tuple[float, float], **kw: object) -> CurvePoint:
+    fields = {
+        "selector": "budget",
+        "spend": spend,
+        "ttl_hours": 4,
+        "min_demand": 0.0,
+        "fm_budget": round(calls),
+        "top_fraction": None,
+        "fm_calls_per_hour": calls,
+        "coverage_pair": 0.5,
+        "hit_rate_ttl": 0.3,
+        "ne": 0.9 + loss,
+        "ne_ci95": [0.89 + loss, 0.91 + loss],
+        "ne_loss": loss,
+        "ne_loss_ci95": list(ci),
+    }
+    return CurvePoint(**(fields | kw))
+
+
+def verifier(budget: int, fraction: float) -> SpeculationPoint:
+    return SpeculationPoint("verifier", budget, fraction, budget * 6, 0.5, 0.3, 0.8, 0.1, 0.9)
+
+
+def budget_at(budget: int, gain: float, ci: tuple[float, float]) -> SpeculationPoint:
+    return SpeculationPoint("budget", budget, None, budget * 6, 0.5, 0.3, 0.8, 0.1, 0.9, None, None, gain, list(ci))
+
+
+BEATS = [verifier(2_000, 0.1), budget_at(2_000, 0.002, (0.001, 0.003)), budget_at(666, -0.01, (-0.02, -0.005))]
+
+
+def report(curve: list[CurvePoint], seed: int = 0, speculation: list[SpeculationPoint] = BEATS) -> ReplayReport:
+    return ReplayReport(
+        world="synthetic",
+        seed=seed,
+        spans={},
+        models=[],
+        hours=[],
+        sweep=[],
+        swept_fractions=[],
+        fm_calls_per_served_pair=0.0,
+        staleness_hours={},
+        speculation=speculation,
+        curve=curve,
+        commit="abc123",
+    )
+
+
+CURVE = [point(*row) for row in BUDGET_CURVE]
+
+
+def test_the_knee_is_the_least_spend_within_the_target() -> None:
+    plan = make_plan([report(CURVE)], target=0.001)
+    assert plan.selector.planned == "budget"
+    assert plan.recommendation is not None
+    assert (plan.recommendation.fm_budget, plan.recommendation.ttl_hours) == (4_000, 4)
+    assert plan.recommendation.fm_calls_per_day == 96_000
+    assert plan.knee == "budget at top 0.2's spend, ttl 4 h"
+    assert plan.full_budget == "budget at top 0.4's spend, ttl 4 h"
+    # A looser target moves the knee down the curve.
+    assert make_plan([report(CURVE)], target=0.005).recommendation.fm_budget == 2_000  # type: ignore[union-attr]
+    assert make_plan([report(CURVE)], target=0.02).recommendation.fm_budget == 1_000  # type: ignore[union-attr]
+
+
+def test_at_one_spend_the_ttl_that_loses_less_is_the_knee() -> None:
+    longer = point("top 0.1", 2_000, 0.0008, (0.0001, 0.0015), ttl_hours=8)
+    plan = make_plan([report([*CURVE, longer])], target=0.001)
+    assert plan.recommendation is not None
+    assert (plan.recommendation.fm_budget, plan.recommendation.ttl_hours) == (2_000, 8)
+
+
+def test_no_recommendation_where_the_intervals_overlap() -> None:
+    flat = [point(spend, calls, loss / 10, (-0.002, 0.002)) for spend, calls, loss, _ in BUDGET_CURVE]
+    plan = make_plan([report(flat)])
+    assert plan.recommendation is None and plan.knee is None
+    assert plan.verdict.startswith("flat within noise")
+    assert plan.operating_point.past_knee is None
+
+
+def test_an_arm_is_separated_only_where_every_seed_says_so() -> None:
+    # Seed 1's cheap arms overlap zero: pooled, no arm is beyond its interval on every seed.
+    overlapping = [replace(p, ne_loss_ci95=[-0.001, p.ne_loss_ci95[1]]) for p in CURVE]
+    plan = make_plan([report(CURVE, 0), report(overlapping, 1)])
+    assert plan.seeds == [0, 1]
+    assert plan.recommendation is None
+    pooled = {a.spend: a for a in plan.arms}
+    assert pooled["top 0.2 / 3"].ne_loss_ci95 == [-0.001, 0.012] and pooled["top 0.2 / 3"].seeds == 2
+
+
+def test_the_verifier_is_planned_where_the_budget_selector_does_not_beat_it() -> None:
+    ties = [verifier(2_000, 0.1), budget_at(2_000, 0.0005, (-0.001, 0.002))]
+    verifier_arms = [
+        point("top 0.05", 1_500, 0.006, (0.004, 0.008), selector="verifier", fm_budget=None, top_fraction=0.05),
+        point("top 0.4", 8_000, 0.0, (0.0, 0.0), selector="verifier", fm_budget=None, top_fraction=0.4),
+    ]
+    plan = make_plan([report([*CURVE, *verifier_arms], speculation=ties)])
+    assert plan.selector.planned == "verifier"
+    assert "does not beat the verifier" in plan.selector.reason
+    assert plan.recommendation is not None
+    assert (plan.recommendation.selector, plan.recommendation.top_fraction) == ("verifier", 0.4)
+    assert plan.operating_point.past_knee is None and "recommends the verifier" in plan.operating_point.sentence
+
+
+def test_todays_budget_past_the_knee_is_said() -> None:
+    plan = make_plan([report(CURVE)], today=PrecomputeParams(fm_budget=60_000))
+    assert plan.operating_point.past_knee is True
+    assert make_plan([report(CURVE)], today=PrecomputeParams(fm_budget=4_000)).operating_point.past_knee is False
+
+
+@pytest.mark.parametrize(
+    ("reports", "message"),
+    [
+        ([], "no replay reports"),
+        ([report([])], "ran no arms to plan from"),
+        ([report(CURVE), replace(report(CURVE, 1), world="other")], "a plan is of one world"),
+        ([report(CURVE), report(CURVE[:2], 1)], "ran different arms"),
+    ],
+)
+def test_a_plan_refuses_what_it_cannot_plan_from(reports: list[ReplayReport], message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        make_plan(reports)
+
+
+def write_replay(root: Path, *reports: ReplayReport) -> None:
+    for r in reports:
+        folder = root / f"seed-{r.seed}" / "report"
+        folder.mkdir(parents=True)
+        r.write_json(folder / "report.json")
+
+
+def test_solaris_plan_writes_the_plan_and_logs_it(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "replay"
+    write_replay(root, report(CURVE, 0), report(CURVE, 1))
+    assert main(["plan", str(root), "--target", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "the knee: budget at top 0.2's spend" in out and "fm_budget 4,000, ttl_hours 4" in out
+    assert "commit abc123" in out and "seeds 0, 1" in out
+    assert {p.name for p in (root / "plan").iterdir()} == {"plan.json", "plan.png", "plan.txt"}
+    mlflow.set_tracking_uri(settings.mlflow_tracking_uri)
+    (run,) = mlflow.search_runs(experiment_names=["solaris-plan"], output_format="list")
+    assert run.data.params["recommended_fm_budget"] == "4000"
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        (None, "no replay at"),
+        ([], "holds no replay"),
+        ([0, 1], "is partial: seed-1 has no report/report.json"),
+    ],
+)
+def test_solaris_plan_refuses_a_missing_or_partial_replay(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: list[int] | None, message: str
+) -> None:
+    root = tmp_path / "replay"
+    if layout is not None:
+        root.mkdir()
+        write_replay(root, *(report(CURVE, s) for s in layout[:1]))
+        for seed in layout[1:]:
+            (root / f"seed-{seed}").mkdir()
+    assert main(["plan", str(root)]) == 2
+    assert message in capsys.readouterr().err
