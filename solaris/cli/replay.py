@@ -9,6 +9,7 @@ from pathlib import Path
 from solaris.eval.protocol import (
     DEFAULT_FM_REFRESH,
     FM_REFRESH_HOURS,
+    PLAN_MIN_DEMAND,
     PLAN_TTL_HOURS,
     REPLAY_KNOBS,
     SWEEP_WARMUP_HOURS,
@@ -56,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-plan",
         action="store_true",
-        help="skip the capacity plan: its grid arms (the budget selector at every spend x --plan-ttl-hours) and plan/",
+        help="skip the capacity plan: its grid arms (the budget selector at every spend x --plan-ttl-hours, and "
+        "--plan-min-demand) and plan/",
     )
     p.add_argument(
         "--plan-ttl-hours",
@@ -64,6 +66,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         nargs="*",
         default=list(PLAN_TTL_HOURS),
         help=f"the TTLs the plan's grid runs besides --ttl-hours (default {' '.join(map(str, PLAN_TTL_HOURS))})",
+    )
+    p.add_argument(
+        "--plan-min-demand",
+        type=float,
+        nargs="*",
+        default=list(PLAN_MIN_DEMAND),
+        help="the min_demand floors the plan's grid runs at its largest spend "
+        f"(default {' '.join(map(str, PLAN_MIN_DEMAND))})",
     )
     p.set_defaults(handler=run)
 
@@ -90,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         vm_seeds=tuple(args.vm_seeds),
         plan=not args.no_plan,
         plan_ttl_hours=tuple(args.plan_ttl_hours),
+        plan_min_demand=tuple(args.plan_min_demand),
     )
     folders = [replay_one(settings, request, seed) for seed in request.seeds]
     print(summary(folders))

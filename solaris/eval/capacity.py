@@ -3,8 +3,9 @@ spends x TTLs, each on a fresh store over the same served hours (:class:`~solari
 into the curve a plan reads (:class:`~solaris.eval.figures.CurvePoint`).
 
 The spends are the selector comparison's (:class:`~solaris.eval.speculation.Spend`: what each verifier arm
-spent, and a third of the default's), so the grid adds only the other TTLs; an arm already run (the sweep's
-verifier arms, the comparison's budget arms) is read, not run again.
+spent, and a third of the default's), so the grid adds only the other TTLs, and at the largest spend each
+``min_demand`` floor (a floor spends less than its budget where few pairs are likely enough: another way down
+the curve); an arm already run (the sweep's verifier arms, the comparison's budget arms) is read, not run again.
 """
 
 from __future__ import annotations
@@ -33,18 +34,36 @@ def verifier_arms(fractions: list[float], params_of: Callable[[float], dict[str,
     return [CurveArm(f"sweep-{f:g}", "verifier", f"top {f:g}", params_of(f)) for f in sorted(set(fractions))]
 
 
-def budget_grid(spends: list[Spend], ttls: list[int], params: dict[str, Any]) -> list[CurveArm]:
-    """The budget selector at every spend and TTL; the default TTL's arms are the selector comparison's."""
-    return [
-        CurveArm(
-            f"budget-{spend.fm_budget}" if ttl == params["ttl_hours"] else f"budget-{spend.fm_budget}-ttl{ttl}",
-            "budget",
-            spend.name,
-            budget_params(params, spend) | {"ttl_hours": ttl},
-        )
+def budget_grid(spends: list[Spend], ttls: list[int], floors: list[float], params: dict[str, Any]) -> list[CurveArm]:
+    """The budget selector at every spend and TTL (the default TTL's arms are the selector comparison's), and
+    at the largest spend and the default TTL with each floor."""
+    ttl = params["ttl_hours"]
+    grid = [
+        CurveArm(_name(spend, at, 0.0, ttl), "budget", spend.name, budget_params(params, spend) | {"ttl_hours": at})
         for spend in spends
-        for ttl in sorted({params["ttl_hours"], *ttls})
+        for at in sorted({ttl, *ttls})
     ]
+    if not spends:
+        return grid
+    largest = max(spends, key=lambda s: s.fm_budget)
+    return grid + [
+        CurveArm(
+            _name(largest, ttl, floor, ttl),
+            "budget",
+            largest.name,
+            budget_params(params, largest) | {"min_demand": floor},
+        )
+        for floor in sorted(set(floors) - {0.0})
+    ]
+
+
+def _name(spend: Spend, ttl: int, floor: float, default_ttl: int) -> str:
+    """The arm's store folder: the comparison's name for its own arms."""
+    return (
+        f"budget-{spend.fm_budget}"
+        + (f"-ttl{ttl}" if ttl != default_ttl else "")
+        + (f"-floor{floor:g}" if floor else "")
+    )
 
 
 def curve(arms: Arms, declared: list[CurveArm]) -> list[CurvePoint]:

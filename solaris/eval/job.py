@@ -18,6 +18,7 @@ from solaris.eval.judging import VMTraining
 from solaris.eval.plan import make_plan
 from solaris.eval.protocol import (
     DEFAULT_FM_REFRESH,
+    PLAN_MIN_DEMAND,
     PLAN_TTL_HOURS,
     REPLAY_KNOBS,
     SWEEP_WARMUP_HOURS,
@@ -47,11 +48,14 @@ class ReplayRequest:
     vm_seeds: tuple[int, ...] = VM_SEEDS  # one training run of every VM variant per seed
     plan: bool = True  # run the capacity plan's grid arms and write its plan
     plan_ttl_hours: tuple[int, ...] = PLAN_TTL_HOURS
+    plan_min_demand: tuple[float, ...] = PLAN_MIN_DEMAND
 
     def __post_init__(self) -> None:
         check_fm_refresh(self.fm_refresh)
         if bad := [t for t in self.plan_ttl_hours if t < 1]:
             raise ValueError(f"--plan-ttl-hours must each be at least 1, got {', '.join(map(str, bad))}")
+        if bad := [f for f in self.plan_min_demand if not 0 <= f <= 1]:
+            raise ValueError(f"--plan-min-demand must each be in [0, 1], got {', '.join(map(str, bad))}")
         VMTraining(seeds=self.vm_seeds)  # distinct and at least one, named on error
         if self.sweep_warmup_hours < 0:
             raise ValueError(f"--sweep-warmup-hours must be at least 0, got {self.sweep_warmup_hours}")
@@ -103,6 +107,7 @@ def replay_config(
         fm_refresh=request.fm_refresh,
         vm_training=replace(base.vm_training, seeds=request.vm_seeds),
         plan_ttl_hours=request.plan_ttl_hours if request.plan else (),
+        plan_min_demand=request.plan_min_demand if request.plan else (),
         device="cpu" if settings.device == "auto" else settings.device,
     )
 

@@ -32,7 +32,14 @@ from solaris.eval.figures import (
 )
 from solaris.eval.fm_refresh import Chain, first_chain, promoted, refresh_hours, start_shadow
 from solaris.eval.judging import JudgedVM, VMTraining, judge_vm
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, PLAN_TTL_HOURS, SWEEP_WARMUP_HOURS, check_fm_refresh, protocol
+from solaris.eval.protocol import (
+    DEFAULT_FM_REFRESH,
+    PLAN_MIN_DEMAND,
+    PLAN_TTL_HOURS,
+    SWEEP_WARMUP_HOURS,
+    check_fm_refresh,
+    protocol,
+)
 from solaris.eval.scoring import score_slices, tier_contributions
 from solaris.eval.spans import ReplaySpans
 from solaris.eval.speculation import SPECULATION_FRACTIONS, compare_selectors, train_arms_demand
@@ -62,7 +69,8 @@ class ReplayConfig:
     shadow_hours: int = PrecomputeParams.shadow_hours  # a refreshed FM is written in shadow this long first
     sweep: tuple[float, ...] = SWEEP_FRACTIONS
     speculation: tuple[float, ...] = SPECULATION_FRACTIONS  # the verifier fractions the selectors compare at
-    plan_ttl_hours: tuple[int, ...] = PLAN_TTL_HOURS  # the capacity grid's other TTLs (empty: no grid arms)
+    plan_ttl_hours: tuple[int, ...] = PLAN_TTL_HOURS  # the capacity grid's other TTLs (empty: none)
+    plan_min_demand: tuple[float, ...] = PLAN_MIN_DEMAND  # and its floors at the largest spend (empty: none)
     sweep_warmup_hours: int = SWEEP_WARMUP_HOURS
     sweep_hours: int | None = None  # the eval span's last hours each arm serves (None: all of them)
     fit: FitConfig = field(default_factory=lambda: FitConfig(progress=False, threads=1))
@@ -216,7 +224,8 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
             "selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params)
         )
     declared = capacity.verifier_arms([*config.sweep, *config.speculation], config.precompute_params)
-    declared += capacity.budget_grid(spends, list(config.plan_ttl_hours), config.precompute_params(config.top_fraction))
+    grid = list(config.plan_ttl_hours), list(config.plan_min_demand)
+    declared += capacity.budget_grid(spends, *grid, config.precompute_params(config.top_fraction))
     curve = replay.phase("capacity grid", lambda: capacity.curve(arms, declared)) if declared else []
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),

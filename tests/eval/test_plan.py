@@ -94,6 +94,15 @@ def test_at_one_spend_the_ttl_that_loses_less_is_the_knee() -> None:
     assert (plan.recommendation.fm_budget, plan.recommendation.ttl_hours) == (2_000, 8)
 
 
+def test_a_floor_that_spends_less_for_as_much_is_the_knee() -> None:
+    floored = point("top 0.4", 3_000, 0.0002, (-0.0003, 0.0007), fm_budget=8_000, min_demand=0.2)
+    plan = make_plan([report([*CURVE, floored])], target=0.001)
+    assert plan.recommendation is not None
+    assert (plan.recommendation.fm_budget, plan.recommendation.min_demand) == (8_000, 0.2)
+    assert plan.recommendation.fm_calls_per_day == 72_000
+    assert plan.knee == "budget at top 0.4's spend, ttl 4 h, min_demand 0.2"
+
+
 def test_no_recommendation_where_the_intervals_overlap() -> None:
     flat = [point(spend, calls, loss / 10, (-0.002, 0.002)) for spend, calls, loss, _ in BUDGET_CURVE]
     plan = make_plan([report(flat)])
