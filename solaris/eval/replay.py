@@ -84,10 +84,12 @@ class ReplayConfig:
 
     def precompute_params(self, top_fraction: float) -> dict[str, object]:
         """The paper's verifier selects in the main run and the sweep: the transfer ratios are measured on the
-        paper's speculation; selectors are compared in their own arms."""
+        paper's speculation; selectors are compared in their own arms, which never fall back from the budget
+        selector (whether it beats the verifier is what they measure)."""
         return {
             "selector": "verifier",
             "top_fraction": top_fraction,
+            "demand_auc_floor": 0.0,  # a budget arm measures the budget selector, however weak its demand model
             "ttl_hours": self.ttl_hours,
             "ttl_jitter_hours": self.ttl_jitter_hours,
             "cohorts": self.cohorts,

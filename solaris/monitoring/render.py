@@ -122,6 +122,8 @@ def _run(run: RunHealth) -> dict[str, Any]:
         "started_at": _iso(r.started_at),
         "finished_at": _iso(r.finished_at),
         "reason": r.reason,
+        "selector": r.selector,
+        "selector_reason": r.selector_reason,
         "figures": run.figures,
     }
 

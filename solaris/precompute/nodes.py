@@ -15,6 +15,7 @@ staged tables, all of which a rerun reproduces.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ from solaris.precompute.run_files import (
     step_staging,
     timed,
 )
+from solaris.precompute.selector_choice import choose_selector
 from solaris.precompute.spec import HourRun, ShadowChain, UserShard, run_key, shard_of, target_interval
 from solaris.precompute.staging import StepStaging, expire_failed_staging
 from solaris.store import FeatureStore, open_configured_store
@@ -82,7 +84,8 @@ class NothingToPrecompute(Exception):
 def resolve(
     settings: Settings, data_interval_end: datetime, params: Mapping[str, Any] | None, started_at: datetime
 ) -> Meta:
-    """Pin the lead VM's @champion chain (and the demand model's, for the budget selector) once for the whole run, and
+    """Pin the lead VM's @champion chain (and the demand model's, for the budget selector, unless it is under its
+    floor and the verifier runs instead: :mod:`.selector_choice`) once for the whole run, and
     the chain awaiting promotion for the shadow steps; register their embedding versions, mark failed the runs
     an earlier run left ``running`` (counted as ``swept_runs``), open the run record."""
     from solaris.embedding_version import parse_embedding_version
@@ -94,11 +97,24 @@ def resolve(
         client = registry.connect(settings)
         lead = settings.vms()[0].name
         pinned = registry.resolve_champions(client, lead)
-        demand = registry.resolve_demand(client) if checked.selector == "budget" else None
+        asked = checked.selector == "budget"
+        choice = choose_selector(checked, registry.resolve_demand(client) if asked else None)
+        checked = replace(checked, selector=choice.selector)
         fm, ae, dim, _ = parse_embedding_version(pinned.embedding_version)
         shadow = _shadow_chain(client, lead, pinned.embedding_version)
         run = HourRun(
-            run_key(start), start, end, fm, ae, pinned.vm, lead, pinned.embedding_version, dim, checked, demand, shadow
+            run_key(start),
+            start,
+            end,
+            fm,
+            ae,
+            pinned.vm,
+            lead,
+            pinned.embedding_version,
+            dim,
+            checked,
+            choice.demand_version,
+            shadow,
         )
         with open_configured_store(settings, init=True) as store:
             for version in (pinned.embedding_version, *([shadow.embedding_version] if shadow else [])):
@@ -106,7 +122,18 @@ def resolve(
             reason = f"its run ended before it finished (a killed task, a stopped stack); found by run {run.run_key}"
             if swept := store.sweep_unfinished_runs(reason, started_at, keep=run.run_key):
                 meta["swept_runs"] = len(swept)
-            store.start_run(run.run_key, start, end, fm, ae, pinned.vm, pinned.embedding_version, started_at)
+            store.start_run(
+                run.run_key,
+                start,
+                end,
+                fm,
+                ae,
+                pinned.vm,
+                pinned.embedding_version,
+                started_at,
+                choice.selector,
+                choice.reason,
+            )
         meta["run"] = run.as_xcom()
     return meta
 

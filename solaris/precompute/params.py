@@ -15,6 +15,7 @@ from solaris.config import DEVICES
 
 SELECTORS = ("budget", "verifier")
 FM_BUDGET = 60_000
+DEMAND_AUC_FLOOR = 0.72  # between the plain log's 0.64-0.66, where the budget selector bought nothing, and our 0.79+
 LIKELY_USERS = 20_000
 _TYPES = {
     "int": (numbers.Integral, "integer", int),
@@ -77,6 +78,15 @@ class PrecomputeParams:
         0.0,
         "embed no pair less likely than this to be requested while fresh, even with budget left (selector "
         "budget; 0 spends the whole fm_budget)",
+        minimum=0,
+        maximum=1,
+        in_form=True,
+    )
+    # The budget selector is as good as its demand model (solaris.precompute.selector_choice).
+    demand_auc_floor: float = knob(
+        DEMAND_AUC_FLOOR,
+        "the budget selector runs while its demand model's validation AUC is at least this; under it the run "
+        "takes the verifier instead (0: never)",
         minimum=0,
         maximum=1,
         in_form=True,

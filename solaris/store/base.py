@@ -268,13 +268,17 @@ class FeatureStore(ABC):
         vm_version: str,
         embedding_version: str,
         started_at: datetime,
+        selector: str | None = None,
+        selector_reason: str | None = None,
     ) -> None:
-        """Record a run as running; starting a known run id again (a retry) resets its record, but for its figures."""
+        """Record a run as running, with the selector it runs and why; starting a known run id again (a retry)
+        resets its record, but for its figures."""
         if to_micros(interval_end, "interval_end") <= to_micros(interval_start, "interval_start"):
             raise StoreError(f"run {run_id!r}: interval_end is not after interval_start")
         self.get_embedding_version(embedding_version)
         run = (run_id, interval_start, interval_end, fm_version, ae_version, vm_version, embedding_version)
-        self._start_run(RunRecord(*run, RUN_STATUSES[0], {}, {}, started_at, None))
+        opened = RunRecord(*run, RUN_STATUSES[0], {}, {}, started_at, None)
+        self._start_run(replace(opened, selector=selector, selector_reason=selector_reason))
 
     def finish_run(
         self,

@@ -111,6 +111,10 @@ class RunRecord:
     # candidate, ...), as its coverage step measured them: :meth:`FeatureStore.record_run_figures`.
     figures: dict[str, float] = field(default_factory=dict)
     reason: str | None = None  # why it failed, where known (a swept run: :meth:`FeatureStore.sweep_unfinished_runs`)
+    # The selector the run ran and why (the budget selector falls back to the verifier under a weak demand model:
+    # solaris.precompute.selector_choice); None in a record written before it.
+    selector: str | None = None
+    selector_reason: str | None = None
 
 
 @dataclass(frozen=True)

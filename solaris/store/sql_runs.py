@@ -26,6 +26,8 @@ class SqlRunRecords:
             vm_version=run.vm_version,
             embedding_version=run.embedding_version,
             started_at=to_micros(run.started_at, "started_at"),
+            selector=run.selector,
+            selector_reason=run.selector_reason,
         )
         with self._engine.begin() as conn:
             conn.exec_driver_sql(self._sql("start_run"), params)
@@ -63,7 +65,7 @@ class SqlRunRecords:
 
 
 def _run_record(row: tuple) -> RunRecord:
-    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished, figures, reason = row
+    run_id, start, end, fm, ae, vm, ev, status, counts, timings, started, finished, figures, reason, selector, why = row
     return RunRecord(
         run_id,
         from_micros(start),
@@ -79,4 +81,6 @@ def _run_record(row: tuple) -> RunRecord:
         from_micros(finished),
         json.loads(figures),
         reason,
+        selector,
+        why,
     )

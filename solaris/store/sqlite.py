@@ -92,7 +92,13 @@ class SqliteFeatureStore(SqlFeatureStore):
         super().init_schema()
         with self._engine.begin() as conn:
             columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(precompute_runs)")}
-            for column, adds_it in (("figures", "add_run_figures"), ("reason", "add_run_reason")):
+            added = (
+                ("figures", "add_run_figures"),
+                ("reason", "add_run_reason"),
+                ("selector", "add_run_selector"),
+                ("selector_reason", "add_run_selector_reason"),
+            )
+            for column, adds_it in added:
                 if column not in columns:
                     conn.exec_driver_sql(self._sql(adds_it))
 

@@ -124,6 +124,8 @@ def build_metadata(dialect: str) -> MetaData:
         Column("finished_at", BigInteger, nullable=True),
         Column("figures", Text, nullable=False),
         Column("reason", Text, nullable=True),  # why a run failed, where the store was told
+        Column("selector", Text, nullable=True),  # the selector the run ran (None: recorded before)
+        Column("selector_reason", Text, nullable=True),  # and why
     )
     return md
 

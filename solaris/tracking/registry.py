@@ -206,12 +206,21 @@ def resolve_shadow(client: MlflowClient, vm_name: str) -> PinnedVersions | None:
     return pinned_from_vm(client, vm_name, str(vm.version))
 
 
-def resolve_demand(client: MlflowClient) -> str:
-    """The demand model's champion version: what the budget selector of a precompute run pins."""
+@dataclass(frozen=True)
+class DemandChampion:
+    """What the budget selector of a precompute run pins, and how well it ranked its validation hours."""
+
+    version: str
+    valid_auc: float | None  # the version's ``valid_auc`` tag (None: registered without one)
+
+
+def resolve_demand(client: MlflowClient) -> DemandChampion:
+    """The demand model's champion version and its validation AUC."""
     found = version_by_alias(client, DEMAND_MODEL, CHAMPION)
     if found is None:
         raise ValueError(f"{DEMAND_MODEL} has no @{CHAMPION}: run `solaris train demand` (or use selector verifier)")
-    return str(found.version)
+    auc = found.tags.get("valid_auc")
+    return DemandChampion(str(found.version), float(auc) if auc is not None else None)
 
 
 def _load(name: str, version: str) -> torch.nn.Module:

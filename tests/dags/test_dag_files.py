@@ -58,6 +58,7 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
         "selector",
         "fm_budget",
         "min_demand",
+        "demand_auc_floor",
         "top_fraction",
         "ttl_hours",
         "ttl_jitter_hours",
@@ -77,6 +78,7 @@ def test_precompute_dag_schedule_params_and_sharded_gpu_embedding(dagbag: Any) -
     assert dag.params.get_param("selector").schema["enum"] == ["budget", "verifier"]
     assert dag.params.get_param("fm_budget").schema == {"type": "integer", "minimum": 1}
     assert "FM calls" in dag.params.get_param("fm_budget").description
+    assert dag.params.get_param("demand_auc_floor").schema == {"type": "number", "minimum": 0, "maximum": 1}
     assert dag.params.get_param("min_demand").schema == {"type": "number", "minimum": 0, "maximum": 1}
     shard = dag.task_dict["embed_shard"]
     assert (shard.pool, shard.queue) == (GPU_POOL, "gpu")

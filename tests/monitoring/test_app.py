@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -9,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from fastapi.testclient import TestClient
-from health_world import PAIR_BATCHES, HealthWorld, T, closed_port, register_champion, run_key
+from health_world import FELL_BACK, PAIR_BATCHES, HealthWorld, T, closed_port, register_champion, run_key
 
 from solaris.config import Settings
 from solaris.live.clock import CLOCK_ENV, LiveClock
@@ -171,6 +172,9 @@ def test_each_run_is_a_line_linking_to_a_page_of_every_count(health_world: Healt
     assert answer.status_code == 200 and 'href="../"' in answer.text
     assert '<tr data-count="pairs_written"><th>pairs_written</th><td>100</td></tr>' in answer.text
     assert '<tr data-count="selected"><th>selected</th><td>200</td></tr>' in answer.text
+    assert f'<td id="selector">verifier: {FELL_BACK}</td>' in html.unescape(answer.text)  # which ran, and why
+    (run,) = [r for r in client.get("/api/health").json()["runs"] if r["run_id"] == key]
+    assert (run["selector"], run["selector_reason"]) == ("verifier", FELL_BACK)
 
     missing = client.get("/run/hourly__2026-03-01T23")
     assert missing.status_code == 404 and "the store holds no record of run hourly__2026-03-01T23" in missing.text

@@ -148,3 +148,21 @@ def test_the_verifier_selects_the_vms_top_fraction_as_before(settings: Settings)
         staged[["user_id", "item_id"]].to_numpy(), expected[["user_id", "item_id"]].to_numpy()
     )
     np.testing.assert_allclose(staged["score"], expected["score"], rtol=1e-6)
+
+
+def test_under_its_demand_floor_the_run_takes_the_verifier_and_its_record_says_why(settings: Settings) -> None:
+    start = EventLog(settings.world_dir()).start + timedelta(hours=30)
+    auc = registry.resolve_demand(MlflowClient()).valid_auc
+    assert auc is not None and 0.5 < auc < 1
+    weak = nodes.hour_run(nodes.resolve(settings, start, PARAMS | {"demand_auc_floor": auc + 1e-3}, fixed_clock()))
+    assert (weak.params.selector, weak.demand_version) == ("verifier", None)
+    with open_store(settings.store_url) as store:
+        record = store.get_run(weak.run_key)
+    assert record is not None and record.selector == "verifier"
+    assert f"validation AUC {auc:.3f} is under demand_auc_floor" in str(record.selector_reason)
+    # At its floor the budget selector runs, and the retried record says so.
+    strong = nodes.hour_run(nodes.resolve(settings, start, PARAMS | {"demand_auc_floor": auc}, fixed_clock()))
+    assert strong.params.selector == "budget" and strong.demand_version is not None
+    with open_store(settings.store_url) as store:
+        record = store.get_run(strong.run_key)
+    assert record is not None and record.selector == "budget" and "asked for" in str(record.selector_reason)

@@ -95,14 +95,15 @@ def test_no_sql_file_is_dead() -> None:
         assert not unused, f"{dialect}: SQL files no code runs: {unused}"
 
 
-def test_a_store_made_before_the_run_figures_gains_the_column(store: FeatureStore) -> None:
+@pytest.mark.parametrize("column", ["figures", "reason", "selector", "selector_reason"])
+def test_a_store_made_before_a_run_record_column_gains_it(store: FeatureStore, column: str) -> None:
     engine = store.engine  # type: ignore[attr-defined]
     with engine.begin() as conn:
-        conn.exec_driver_sql("ALTER TABLE precompute_runs DROP COLUMN figures")
+        conn.exec_driver_sql(f"ALTER TABLE precompute_runs DROP COLUMN {column}")
 
     store.init_schema()
 
-    assert "figures" in {c["name"] for c in sa.inspect(engine).get_columns("precompute_runs")}
+    assert column in {c["name"] for c in sa.inspect(engine).get_columns("precompute_runs")}
 
 
 def test_a_database_without_the_tables_is_named_not_initialised(

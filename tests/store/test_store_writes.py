@@ -152,9 +152,13 @@ def test_run_records(store: FeatureStore, version: str) -> None:
     assert run is not None and run.status == "succeeded"
     assert (run.counts, run.timings, run.finished_at) == ({"pairs": 10}, {"embed": 1.5}, T0 + 2 * HOUR)
     assert [r.run_id for r in store.recent_runs(2)] == ["run-2", "run-1"]
-    store.start_run("run-1", T0 + HOUR, T0 + 2 * HOUR, "3", "2", "5", version, T0 + 3 * HOUR)
+    assert (run.selector, run.selector_reason) == (None, None)
+    why = "the demand model's validation AUC 0.650 is under demand_auc_floor 0.72"
+    store.start_run("run-1", T0 + HOUR, T0 + 2 * HOUR, "3", "2", "5", version, T0 + 3 * HOUR, "verifier", why)
     retried = store.get_run("run-1")
     assert retried is not None and (retried.status, retried.counts, retried.finished_at) == ("running", {}, None)
+    assert (retried.selector, retried.selector_reason) == ("verifier", why)  # a retry records its own choice
+    assert store.recent_runs(3)[1].selector == "verifier"
     assert store.get_run("nope") is None
 
 

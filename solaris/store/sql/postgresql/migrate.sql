@@ -7,3 +7,6 @@ ON CONFLICT (version_id) DO NOTHING;
 ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS figures TEXT NOT NULL DEFAULT '{}';
 -- A store made before failed runs said why gains the column.
 ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS reason TEXT;
+-- A store made before run records said which selector ran gains the columns.
+ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS selector TEXT;
+ALTER TABLE precompute_runs ADD COLUMN IF NOT EXISTS selector_reason TEXT;

@@ -1,7 +1,9 @@
 INSERT INTO precompute_runs (run_id, interval_start, interval_end, fm_version, ae_version, vm_version,
-                             embedding_version, status, counts, timings, started_at, finished_at, figures)
+                             embedding_version, status, counts, timings, started_at, finished_at, figures,
+                             selector, selector_reason)
 VALUES (%(run_id)s, %(interval_start)s, %(interval_end)s, %(fm_version)s, %(ae_version)s, %(vm_version)s,
-        %(embedding_version)s, 'running', '{}', '{}', %(started_at)s, NULL, '{}')
+        %(embedding_version)s, 'running', '{}', '{}', %(started_at)s, NULL, '{}',
+        %(selector)s, %(selector_reason)s)
 ON CONFLICT (run_id) DO UPDATE SET
     interval_start = excluded.interval_start,
     interval_end = excluded.interval_end,
@@ -14,4 +16,6 @@ ON CONFLICT (run_id) DO UPDATE SET
     timings = '{}',
     started_at = excluded.started_at,
     finished_at = NULL,
-    reason = NULL
+    reason = NULL,
+    selector = excluded.selector,
+    selector_reason = excluded.selector_reason

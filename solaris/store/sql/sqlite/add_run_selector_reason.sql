@@ -1,0 +1,2 @@
+-- A store made before run records said why their selector ran gains the column (init_schema checks first).
+ALTER TABLE precompute_runs ADD COLUMN selector_reason TEXT
