@@ -66,8 +66,28 @@ def _name(spend: Spend, ttl: int, floor: float, default_ttl: int) -> str:
     )
 
 
-def curve(arms: Arms, declared: list[CurveArm]) -> list[CurvePoint]:
-    """Every declared arm (run now where it has not run), its NE paired against the full-budget arm's."""
+@dataclass
+class DemandByTTL:
+    """The demand model the budget arms pin predicts requests within one TTL (a run refuses one trained for
+    another), so before the budget arms of another TTL one is trained for it and made the arms' champion."""
+
+    ttl_hours: int  # what the champion predicts now
+    train_for: Callable[[int], None]
+
+    def at(self, ttl_hours: int) -> None:
+        if ttl_hours != self.ttl_hours:
+            self.train_for(ttl_hours)
+            self.ttl_hours = ttl_hours
+
+
+def curve(arms: Arms, declared: list[CurveArm], demand: DemandByTTL) -> list[CurvePoint]:
+    """Every declared arm (run now where it has not run; the budget arms a TTL at a time, the demand model's
+    first), its NE paired against the full-budget arm's."""
+    now = demand.ttl_hours
+    for arm in sorted(declared, key=lambda a: (a.params["ttl_hours"] != now, a.params["ttl_hours"])):
+        if arm.selector == "budget":
+            demand.at(int(arm.params["ttl_hours"]))
+        arms.run(arm.name, arm.params)
     runs = [(arm, *arms.run(arm.name, arm.params)) for arm in declared]
     calls = [sum(f.fm_calls for f in run.figures) / len(run.figures) for _, run, _ in runs]
     full = declared[max(range(len(declared)), key=calls.__getitem__)]

@@ -214,13 +214,15 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     )
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
     speculation, spends = [], []
-    if config.speculation:
+
+    def demand_for(ttl_hours: int) -> None:
         replay.phase(
-            "demand model for the selector arms",
-            lambda: train_arms_demand(
-                replay.settings, log, arms, serving.first_serving_hour, config.ttl_hours, config.seed
-            ),
+            f"demand model for the budget arms, ttl {ttl_hours} h",
+            lambda: train_arms_demand(replay.settings, log, arms, serving.first_serving_hour, ttl_hours, config.seed),
         )
+
+    if config.speculation:
+        demand_for(config.ttl_hours)
         params = config.precompute_params(config.top_fraction)
         speculation, spends = replay.phase(
             "selectors at equal FM budgets", lambda: compare_selectors(arms, config.speculation, params)
@@ -228,7 +230,8 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
     declared = capacity.verifier_arms([*config.sweep, *config.speculation], config.precompute_params)
     grid = list(config.plan_ttl_hours), list(config.plan_min_demand)
     declared += capacity.budget_grid(spends, *grid, config.precompute_params(config.top_fraction))
-    curve = replay.phase("capacity grid", lambda: capacity.curve(arms, declared)) if declared else []
+    demand = capacity.DemandByTTL(config.ttl_hours, demand_for)
+    curve = replay.phase("capacity grid", lambda: capacity.curve(arms, declared, demand)) if declared else []
     return ReplayReport(
         world=str(log.meta.get("name", log.root.name)),
         seed=config.seed,

@@ -21,6 +21,7 @@ from solaris.eval.figures import HourFigures, ModelScore, SpeculationPoint
 from solaris.precompute.params import PrecomputeParams
 from solaris.serving.servedlog import served_dir
 from solaris.tracking import registry
+from solaris.tracking.registry import CHAMPION, DEMAND_MODEL
 from solaris.training.demand import DemandDecision, train_demand_job
 from solaris.training.demand_fit import DemandPlan
 from solaris.training.demand_gains import served_gains
@@ -34,8 +35,9 @@ GAIN_HOURS = 24
 def train_arms_demand(
     settings: Settings, log: EventLog, arms: Arms, served_since: datetime, ttl_hours: int, seed: int
 ) -> DemandDecision:
-    """The budget arms' demand model, promoted in the replay's own registry; gains from the serving
-    version's features as served over at most the day before the warm-up."""
+    """The budget arms' demand model for ``ttl_hours``, made the champion of the replay's own registry whatever
+    its gate said (a model for another TTL is compared on other labels, and the arms must pin this one); gains
+    from the serving version's features as served over at most the day before the warm-up."""
     until = arms.span.warm_start
     hours = min(GAIN_HOURS, int((until - served_since) / HOUR))
     gains = {}
@@ -43,7 +45,10 @@ def train_arms_demand(
         (spec,) = choose(settings.vms(), [arms.model.pinned.vm_name])
         gains = served_gains(log, served_dir(settings.served_root, spec.name), arms.model.vm, spec.label, until, hours)
     plan = DemandPlan(fit=replace(DemandPlan().fit, seed=seed))
-    return train_demand_job(registry.connect(settings), settings, log, until, ttl_hours, plan, gains)
+    client = registry.connect(settings)
+    decision = train_demand_job(client, settings, log, until, ttl_hours, plan, gains)
+    registry.set_alias(client, DEMAND_MODEL, CHAMPION, decision.version)
+    return decision
 
 
 def point(
