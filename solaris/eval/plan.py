@@ -19,11 +19,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
 from solaris.precompute.params import PrecomputeParams
 
 PLAN_TARGET = 0.001  # the NE loss against the full budget a plan accepts (``solaris plan --target``)
+PLAN_FOLDER = "plan"  # where a replay's plan is written, beside its seed-<N> folders
 HOURS_A_DAY = 24
 
 
@@ -114,6 +116,23 @@ class Plan:
     def as_dict(self) -> dict[str, object]:
         return asdict(self) | {"arms": [asdict(a) | {"label": a.label} for a in self.arms]}
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Plan:
+        """A plan as :meth:`as_dict` wrote it (``plan.json``); a malformed one is an error naming what is wrong."""
+        try:
+            recommendation = raw["recommendation"]
+            return cls(
+                **raw
+                | {
+                    "arms": [PlanArm(**{k: v for k, v in a.items() if k != "label"}) for a in raw["arms"]],
+                    "selector": SelectorVerdict(**raw["selector"]),
+                    "recommendation": Recommendation(**recommendation) if recommendation else None,
+                    "operating_point": OperatingPoint(**raw["operating_point"]),
+                }
+            )
+        except (KeyError, TypeError) as exc:
+            raise PlanError(f"not a plan SOLARIS wrote: {type(exc).__name__}: {exc}") from None
+
 
 def make_plan(
     reports: Sequence[ReplayReport], target: float = PLAN_TARGET, today: PrecomputeParams | None = None
@@ -166,6 +185,8 @@ def operating_point(params: PrecomputeParams, recommendation: Recommendation | N
     else:
         past = params.fm_budget > recommendation.fm_budget
         sentence = f"fm_budget {params.fm_budget:,} is {'past' if past else 'at or below'} the knee's {recommendation.fm_budget:,}"
+    if recommendation.ttl_hours != params.ttl_hours:
+        sentence += f"; ttl_hours {params.ttl_hours} where the knee's is {recommendation.ttl_hours}"
     return OperatingPoint(params.selector, params.fm_budget, params.ttl_hours, past, sentence)
 
 

@@ -9,11 +9,10 @@ import mlflow
 from solaris.config import Settings
 from solaris.eval.figures import ReplayReport
 from solaris.eval.job import metric_name
-from solaris.eval.plan import PLAN_TARGET, Plan, PlanError, make_plan
+from solaris.eval.plan import PLAN_FOLDER, PLAN_TARGET, Plan, PlanError, make_plan
 from solaris.eval.report.plan_view import write_plan
 from solaris.tracking import registry
 
-PLAN_FOLDER = "plan"  # beside the replay's seed-<N> folders
 EXPERIMENT = "solaris-plan"  # apart from the replays' runs: a plan pools several seeds' replays
 
 

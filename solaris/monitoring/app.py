@@ -113,6 +113,7 @@ def load_hours(data_dir: Path, t: datetime, hours: int) -> list[dict[str, Any]]:
 def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int) -> HealthReport:
     # Imported here, not at the top: the report pulls MLflow and the model registry (torch), and the
     # api-server imports this module when it loads plugins, long before anyone opens the page.
+    from solaris.monitoring.capacity_plan import plan_on_page
     from solaris.monitoring.ranker_state import ranker_state
     from solaris.monitoring.report import MLFLOW, HealthReport, Problem, build_report, problem
     from solaris.store import open_configured_store
@@ -129,5 +130,6 @@ def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int
     with store:
         report = build_report(store, None if down else client, t, vms=vms, n_runs=runs, hours=hours)
     load = load_hours(current.data_dir, t, hours)
-    report = replace(report, load=load, ranker=ranker_state(current.ranker_url, load))
+    plan = plan_on_page(current.data_dir, report.history)
+    report = replace(report, load=load, ranker=ranker_state(current.ranker_url, load), plan=plan)
     return replace(report, problems=[Problem(MLFLOW, down), *report.problems]) if down else report

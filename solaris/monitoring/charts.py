@@ -49,6 +49,17 @@ class Chart:
     empty: bool
     width: int = field(default=PLOT_WIDTH)
     height: int = field(default=PLOT_HEIGHT)
+    x_label: str = "hours UTC"
+
+
+@dataclass(frozen=True)
+class CurveSeries:
+    """One line of an x-y chart: its legend name, CSS class and points (x, y)."""
+
+    name: str
+    css: str
+    points: Sequence[tuple[float, float]]
+    dashed: bool = False
 
 
 def hourly_chart(
@@ -86,6 +97,45 @@ def hourly_chart(
         x_ticks.append((x(tick), f"{tick:%b %d}" if tick.hour == 0 or not x_ticks else f"{tick:%H}:00"))
     y_ticks = [(y(top * i / Y_TICKS), label(top * i / Y_TICKS)) for i in range(Y_TICKS + 1)]
     return Chart(key, title, unit, lines, x_ticks, y_ticks, empty=not any(shown))
+
+
+def curve_chart(
+    key: str,
+    title: str,
+    unit: str,
+    x_label: str,
+    series: Sequence[CurveSeries],
+    marks: Sequence[tuple[str, str, float]],
+    label: Callable[[float], str],
+) -> Chart:
+    """Points on a log x axis (FM calls an hour span decades; ticks at each power of ten) and a linear y axis
+    from 0, or below where a value is, to a round number above the largest; each of ``marks`` (name, CSS class,
+    x) a dashed vertical line across the plot."""
+    xs = [x for s in series for x, _ in s.points if x > 0] + [x for _, _, x in marks if x > 0]
+    ys = [y for s in series for _, y in s.points if math.isfinite(y)]
+    if not xs or not ys:
+        return Chart(key, title, unit, [], [], [], empty=True, x_label=x_label)
+    low_decade, high_decade = math.floor(math.log10(min(xs))), math.ceil(math.log10(max(xs)))
+    high_decade = max(high_decade, low_decade + 1)
+    top, bottom = nice_ceiling(max(ys)), -nice_ceiling(-min(ys)) if min(ys) < 0 else 0.0
+
+    def x(value: float) -> float:
+        share = (math.log10(value) - low_decade) / (high_decade - low_decade)
+        return round(share * PLOT_WIDTH, 1)
+
+    def y(value: float) -> float:
+        return round(PLOT_HEIGHT * (top - value) / (top - bottom), 1)
+
+    lines = []
+    for s in series:
+        points = sorted((px, py) for px, py in s.points if px > 0 and math.isfinite(py))
+        drawn = [" ".join(f"{x(px)},{y(py)}" for px, py in points)] if len(points) > 1 else []
+        dots = [(x(px), y(py)) for px, py in points]
+        lines.append(Line(s.name, s.css, s.dashed, drawn, dots))
+    lines += [Line(name, css, True, [f"{x(at)},0 {x(at)},{PLOT_HEIGHT}"], []) for name, css, at in marks if at > 0]
+    x_ticks = [(x(10**d), count(10**d)) for d in range(low_decade, high_decade + 1)]
+    steps = [bottom + (top - bottom) * i / Y_TICKS for i in range(Y_TICKS + 1)]
+    return Chart(key, title, unit, lines, x_ticks, [(y(v), label(v)) for v in steps], False, x_label=x_label)
 
 
 def nice_ceiling(value: float) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from solaris.monitoring.capacity_plan import PlanOnPage, plan_chart
 from solaris.monitoring.page_charts import charts_json, page_charts
 from solaris.monitoring.report import COVERAGE_TIERS, CoveragePoint, HealthReport, RunHealth, VersionHealth
 from solaris.monitoring.status import THRESHOLDS, Status, health_status
@@ -49,6 +50,7 @@ def report_json(report: HealthReport) -> dict[str, Any]:
         "coverage": [_point(p) for p in report.coverage],
         "load": report.load,
         "charts": charts_json(report),
+        "plan": _plan(report.plan),
     }
 
 
@@ -69,7 +71,13 @@ def report_html(report: HealthReport) -> str:
     return (
         _environment()
         .get_template("health.html")
-        .render(report=data, charts=page_charts(report), tiers=COVERAGE_TIERS, degenerate=DEGENERATE_PREFIX)
+        .render(
+            report=data,
+            charts=page_charts(report),
+            plan_chart=plan_chart(report.plan) if report.plan else None,
+            tiers=COVERAGE_TIERS,
+            degenerate=DEGENERATE_PREFIX,
+        )
     )
 
 
@@ -130,3 +138,13 @@ def _run(run: RunHealth) -> dict[str, Any]:
 
 def _point(p: CoveragePoint) -> dict[str, Any]:
     return {"hour": _iso(p.hour), **p.shares}
+
+
+def _plan(found: PlanOnPage | None) -> dict[str, Any] | None:
+    """The last plan as written, its file, and today's knobs against its knee (``past_knee`` null where they
+    cannot be compared)."""
+    if found is None:
+        return None
+    plan = found.plan.as_dict() if found.plan else None
+    today = asdict(found.today) if found.today else None
+    return {"path": found.path, "problem": found.problem, "today_from": found.today_from, "today": today, "plan": plan}

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mlflow import MlflowClient
 from solaris.enrichment.tiers import FED_BY
@@ -27,6 +27,9 @@ from solaris.store.base import FeatureStore
 from solaris.store.errors import StoreError
 from solaris.store.records import RunRecord, TableStats
 from solaris.tracking.registry import PinnedVersions, resolve_champions
+
+if TYPE_CHECKING:
+    from solaris.monitoring.capacity_plan import PlanOnPage
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +122,7 @@ class HealthReport:
     history: list[RunHealth] = field(default_factory=list)
     ranker: RankerState | None = None
     hours: int = 24  # the hours the coverage and the charts span, up to ``at``
+    plan: PlanOnPage | None = None  # the last capacity plan, today's knobs on it (None: no replay wrote one)
 
     @property
     def ok(self) -> bool:

@@ -21,8 +21,10 @@ Meta = dict[str, Any]
 # and a code the store would refuse, non-finite as stored, is skipped (``pair``, ``cohort``), never the hour.
 DEGENERATE_PREFIX = "degenerate_vectors_"
 DEGENERATE = {kind: DEGENERATE_PREFIX + kind for kind in ("user", "item", "pair", "cohort")}
-# The run's own fm_budget, among its counts: what the health page holds its FM calls against.
+# The run's own fm_budget (a budget run's) and ttl_hours, among its counts: what the health page holds its FM
+# calls against, and sets against the last capacity plan.
 FM_BUDGET_COUNT = "fm_budget"
+TTL_HOURS_COUNT = "ttl_hours"
 
 
 def staging(settings: Settings, run: HourRun) -> Staging:

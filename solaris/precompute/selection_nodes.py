@@ -11,7 +11,16 @@ import numpy as np
 from solaris.config import Settings
 from solaris.precompute.embedding import history_table
 from solaris.precompute.pipeline import CUT, HISTORY, POOL, SCORED, SELECTED, USER_SHARDS
-from solaris.precompute.run_files import FM_BUDGET_COUNT, Meta, code_log, event_log, shard_count, step_staging, timed
+from solaris.precompute.run_files import (
+    FM_BUDGET_COUNT,
+    TTL_HOURS_COUNT,
+    Meta,
+    code_log,
+    event_log,
+    shard_count,
+    step_staging,
+    timed,
+)
 from solaris.precompute.selection import CUT_COLUMNS, ELIGIBLE, FORCED, RANK_CLASS, cut_of, take
 from solaris.precompute.selectors import SELECTORS
 from solaris.precompute.spec import HourRun
@@ -41,6 +50,7 @@ def cut(run: HourRun, settings: Settings) -> Meta:
         stage.write(CUT, cut_of(heads, quota, sum(eligible)))
         code_log(settings, run).score_log.clear_hour(run.interval_start)
         meta["eligible"] = sum(eligible)
+        meta[TTL_HOURS_COUNT] = run.params.ttl_hours
         if run.params.selector == "budget":  # the verifier spends a share of the pool instead
             meta[FM_BUDGET_COUNT] = run.params.fm_budget
     return meta

@@ -1,0 +1,68 @@
+"""The last capacity plan on the health page: its curve, and today's knobs set against its knee."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from fastapi.testclient import TestClient
+from health_world import CHAMPION_AE, CHAMPION_FM, DIM, HealthWorld, T, run_key
+from plan_curves import CURVE, report
+
+from solaris.config import Settings
+from solaris.embedding_version import embedding_version
+from solaris.eval.plan import PLAN_FOLDER, make_plan
+from solaris.monitoring.app import create_app
+from solaris.store import open_store
+
+
+def _client(settings: Settings) -> TestClient:
+    return TestClient(create_app(settings=lambda: settings, clock=lambda: T))
+
+
+def write_plan(settings: Settings, text: str | None = None) -> None:
+    folder = settings.data_dir / "replay" / "synthetic" / PLAN_FOLDER
+    folder.mkdir(parents=True)
+    (folder / "plan.json").write_text(text or json.dumps(make_plan([report(CURVE)]).as_dict()))
+
+
+def test_without_a_plan_the_page_says_how_to_make_one(health_world: HealthWorld) -> None:
+    client = _client(health_world.settings)
+    assert "no capacity plan yet" in client.get("/").text
+    assert client.get("/api/health").json()["plan"] is None
+
+
+def test_todays_defaults_past_the_knee_stand_out_on_the_plans_curve(health_world: HealthWorld) -> None:
+    write_plan(health_world.settings)
+    client = _client(health_world.settings)
+
+    plan = client.get("/api/health").json()["plan"]
+    assert plan["today_from"].startswith("the knobs' defaults")  # no run recorded its ttl_hours
+    assert plan["today"]["past_knee"] is True and plan["today"]["fm_budget"] == 60_000
+    assert plan["plan"]["recommendation"]["fm_budget"] == 4_000
+    page = client.get("/").text
+    assert '<p id="operating-point" class="past-knee">' in page
+    assert "fm_budget 60,000 is past the knee&#39;s 4,000" in page
+    assert 'id="chart-plan"' in page and "today&#39;s fm_budget" in page and ">knee<" in page
+
+
+def test_the_latest_finished_runs_knobs_are_todays(health_world: HealthWorld) -> None:
+    write_plan(health_world.settings)
+    start = T.replace(hour=11)
+    key = run_key(11)
+    with open_store(health_world.settings.store_url) as store:  # hour 11 again, now succeeded at a lower budget
+        version = embedding_version(CHAMPION_FM, CHAMPION_AE, DIM)
+        store.start_run(key, start, start + timedelta(hours=1), CHAMPION_FM, CHAMPION_AE, "7", version, start)
+        store.finish_run(key, "succeeded", {"fm_budget": 3_000, "ttl_hours": 8}, {}, start + timedelta(hours=1))
+
+    plan = _client(health_world.settings).get("/api/health").json()["plan"]
+    assert plan["today_from"] == f"run {key}"
+    assert (plan["today"]["fm_budget"], plan["today"]["ttl_hours"], plan["today"]["past_knee"]) == (3_000, 8, False)
+    assert "ttl_hours 8 where the knee's is 4" in plan["today"]["sentence"]
+
+
+def test_an_unreadable_plan_is_named_and_the_page_still_serves(health_world: HealthWorld) -> None:
+    write_plan(health_world.settings, '{"world": "x"}')
+    response = _client(health_world.settings).get("/")
+    assert response.status_code == 200
+    assert "capacity plan unreadable:</strong>" in response.text and "not a plan SOLARIS wrote" in response.text
