@@ -217,6 +217,9 @@ class ReplayReport:
     curve: list[CurvePoint] = field(default_factory=list)
     plan: dict[str, object] = field(default_factory=dict)
     commit: str | None = None  # the source the replay ran (git), so a plan can say what it came from
+    # The budget arms' demand models' validation AUC by the TTL they predict for (str: JSON keys), as production's
+    # fallback reads it (solaris.precompute.selector_choice); empty: no budget arm ran.
+    demand_valid_auc: dict[str, float] = field(default_factory=dict)
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:

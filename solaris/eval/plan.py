@@ -72,6 +72,9 @@ class SelectorVerdict:
     planned: str  # "budget" or "verifier"
     reason: str
     requested_auc: float | None  # the budget arms' demand model on the pairs they scored (mean; None: no arm)
+    valid_auc: float | None  # its validation AUC at the replay's own TTL (mean over seeds), which production's
+    # fallback holds against demand_auc_floor
+    under_floor: bool | None  # whether production would fall back to the verifier under today's floor
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ def make_plan(
     _check(reports, target)
     arms = _pooled(reports)
     full = max(arms, key=lambda a: a.fm_calls_per_hour)
-    selector = _selector(reports)
+    today = today or PrecomputeParams()
+    selector = _selector(reports, today.demand_auc_floor)
     series = sorted((a for a in arms if a.selector == selector.planned), key=lambda a: (a.fm_calls_per_hour, a.ne_loss))
     knee = next((a for a in series if a.ne_loss <= target), None)
     recommendation, verdict = None, ""
@@ -170,7 +174,7 @@ def make_plan(
         knee=knee.label if recommendation else None,
         recommendation=recommendation,
         verdict=verdict,
-        operating_point=operating_point(today or PrecomputeParams(), recommendation),
+        operating_point=operating_point(today, recommendation),
     )
 
 
@@ -239,26 +243,34 @@ def _pool(points: list[CurvePoint]) -> PlanArm:
     )
 
 
-def _selector(reports: Sequence[ReplayReport]) -> SelectorVerdict:
+def _selector(reports: Sequence[ReplayReport], floor: float) -> SelectorVerdict:
+    """The selector planned and why, with the demand model's AUCs: as it ranked the pairs its arms scored, and
+    on its validation hours against production's ``floor``."""
+    planned, reason = _planned_selector(reports)
+    requested = [p.requested_auc for r in reports for p in r.speculation if p.selector == "budget" and p.requested_auc]
+    valid = [auc for r in reports if (auc := r.demand_valid_auc.get(str(_ttl_hours(r)))) is not None]
+    valid_auc = statistics.fmean(valid) if valid else None
+    under = None if valid_auc is None else valid_auc < floor
+    return SelectorVerdict(planned, reason, statistics.fmean(requested) if requested else None, valid_auc, under)
+
+
+def _planned_selector(reports: Sequence[ReplayReport]) -> tuple[str, str]:
     """The budget selector where it beats the verifier at equal FM calls on every seed, else the verifier."""
     equal = [[p for p in r.speculation if _at_equal_calls(p, r.speculation)] for r in reports]
-    aucs = [p.requested_auc for r in reports for p in r.speculation if p.selector == "budget" and p.requested_auc]
-    auc = statistics.fmean(aucs) if aucs else None
     if not all(equal):
-        return SelectorVerdict("verifier", "the selectors were not compared at equal FM calls on every seed", auc)
+        return "verifier", "the selectors were not compared at equal FM calls on every seed"
     lows = [[p.ne_gain_vs_verifier_ci95[0] for p in points] for points in equal]
     highs = [[p.ne_gain_vs_verifier_ci95[1] for p in points] for points in equal]
     if any(h < 0 for seed in highs for h in seed):
-        return SelectorVerdict(
-            "verifier", "the budget selector is a measured loss against the verifier at equal FM calls", auc
-        )
+        return "verifier", "the budget selector is a measured loss against the verifier at equal FM calls"
     if all(any(low > 0 for low in seed) for seed in lows):
-        return SelectorVerdict("budget", "the budget selector beats the verifier at equal FM calls on every seed", auc)
-    return SelectorVerdict(
-        "verifier",
-        "the budget selector does not beat the verifier at equal FM calls on every seed: the verifier is planned",
-        auc,
-    )
+        return "budget", "the budget selector beats the verifier at equal FM calls on every seed"
+    return "verifier", "the budget selector does not beat the verifier at equal FM calls on every seed"
+
+
+def _ttl_hours(report: ReplayReport) -> int:
+    """The TTL the replay's own arms ran at."""
+    return int(report.protocol.get("precompute", {}).get("ttl_hours", PrecomputeParams.ttl_hours))
 
 
 def _at_equal_calls(point: SpeculationPoint, points: list[SpeculationPoint]) -> bool:

@@ -213,13 +213,14 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         config.progress,
     )
     sweep = replay.phase("top_fraction sweep", lambda: _sweep(arms, config))
-    speculation, spends = [], []
+    speculation, spends, demand_auc = [], [], {}
 
     def demand_for(ttl_hours: int) -> None:
-        replay.phase(
+        decision = replay.phase(
             f"demand model for the budget arms, ttl {ttl_hours} h",
             lambda: train_arms_demand(replay.settings, log, arms, serving.first_serving_hour, ttl_hours, config.seed),
         )
+        demand_auc[str(ttl_hours)] = decision.auc
 
     if config.speculation:
         demand_for(config.ttl_hours)
@@ -245,6 +246,7 @@ def run_replay(settings: Settings, log_root: Path, out: Path, config: ReplayConf
         efficiency=pooled_efficiency(evaluated.figures),
         speculation=speculation,
         curve=curve,
+        demand_valid_auc=demand_auc,
         coverage_marginal=evaluated_marginal,
         tier_contributions=contributions,
         slices=slices,

@@ -146,3 +146,15 @@ def test_a_plan_reads_back_as_written_and_a_malformed_one_is_refused() -> None:
     assert Plan.from_dict(json.loads(json.dumps(plan.as_dict()))) == plan
     with pytest.raises(PlanError, match="not a plan SOLARIS wrote"):
         Plan.from_dict({"world": "x"})
+
+
+def test_the_demand_models_validation_auc_is_held_to_productions_floor() -> None:
+    def with_auc(auc: float, seed: int) -> ReplayReport:
+        protocol = {"precompute": {"ttl_hours": 4}}
+        return replace(report(CURVE, seed), protocol=protocol, demand_valid_auc={"4": auc, "8": 0.99})
+
+    weak = make_plan([with_auc(0.64, 0), with_auc(0.66, 1)]).selector
+    assert weak.valid_auc == pytest.approx(0.65) and weak.under_floor is True
+    strong = make_plan([with_auc(0.80, 0)], today=PrecomputeParams(demand_auc_floor=0.7)).selector
+    assert (strong.valid_auc, strong.under_floor) == (0.80, False)
+    assert make_plan([report(CURVE)]).selector.under_floor is None  # no budget arm's model recorded

@@ -44,6 +44,9 @@ def _recommendation_rows(plan: Plan) -> list[tuple[str, str]]:
     rec, op = plan.recommendation, plan.operating_point
     rows = [("verdict", plan.verdict), ("selector", f"{plan.selector.planned}: {plan.selector.reason}")]
     rows.append(("demand model's requested AUC", num(plan.selector.requested_auc, ".3f")))
+    under = {None: "", True: ": under demand_auc_floor, production runs the verifier", False: ""}
+    valid = num(plan.selector.valid_auc, ".3f") + under[plan.selector.under_floor]
+    rows.append(("demand model's validation AUC", valid))
     if rec is None:
         rows.append(("recommendation", "none"))
     else:
