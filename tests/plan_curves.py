@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
+from solaris.config import Settings
 from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
+from solaris.eval.plan import PLAN_FOLDER, make_plan
 
 # The budget selector at four spends, ttl 4 h: the loss against the full budget falls as the spend grows, and
 # only the cheapest two are beyond their intervals.
@@ -62,3 +66,10 @@ def report(curve: list[CurvePoint], seed: int = 0, speculation: list[Speculation
 
 
 CURVE = [point(*row) for row in BUDGET_CURVE]
+
+
+def write_plan(settings: Settings, text: str | None = None) -> None:
+    """A plan of :data:`CURVE` (or ``text``) where a replay of world ``synthetic`` writes it."""
+    folder = settings.data_dir / "replay" / "synthetic" / PLAN_FOLDER
+    folder.mkdir(parents=True)
+    (folder / "plan.json").write_text(text or json.dumps(make_plan([report(CURVE)]).as_dict()))

@@ -23,6 +23,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from health_world import PAIR_BATCHES, HealthWorld, T, closed_port, register_champion, run_key
+from plan_curves import write_plan
 
 from solaris.config import Settings
 from solaris.monitoring.app import create_app
@@ -182,6 +183,7 @@ def test_the_page_fits_the_window_with_its_charts(
 ) -> None:
     """At 1,280 px every table fits; at 600 a wide table scrolls in its own box, the page never does."""
     register_champion(registry.connect(health_world.settings))
+    write_plan(health_world.settings)  # its chart and sentences too
     page = serve(health_world.settings)
 
     text, _ = _dump_dom(chromium, page.removesuffix("solaris/") + f"probe?width={width}", tmp_path / "profile")
@@ -189,7 +191,7 @@ def test_the_page_fits_the_window_with_its_charts(
     found = re.search(r'<pre id="widths">(.*?)</pre>', text)
     assert found and found.group(1), "the frame never loaded: " + text[-2000:]
     widths = json.loads(found.group(1))
-    assert widths["charts"] == 4 and widths["viewport"] <= width
+    assert widths["charts"] == 5 and widths["viewport"] <= width
     assert widths["scroll"] <= widths["viewport"], widths
 
 

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
 from health_world import CHAMPION_AE, CHAMPION_FM, DIM, HealthWorld, T, run_key
-from plan_curves import CURVE, report
+from plan_curves import write_plan
 
 from solaris.config import Settings
 from solaris.embedding_version import embedding_version
-from solaris.eval.plan import PLAN_FOLDER, make_plan
 from solaris.monitoring.app import create_app
 from solaris.store import open_store
 
 
 def _client(settings: Settings) -> TestClient:
     return TestClient(create_app(settings=lambda: settings, clock=lambda: T))
-
-
-def write_plan(settings: Settings, text: str | None = None) -> None:
-    folder = settings.data_dir / "replay" / "synthetic" / PLAN_FOLDER
-    folder.mkdir(parents=True)
-    (folder / "plan.json").write_text(text or json.dumps(make_plan([report(CURVE)]).as_dict()))
 
 
 def test_without_a_plan_the_page_says_how_to_make_one(health_world: HealthWorld) -> None:
