@@ -107,8 +107,8 @@ def curve(arms: Arms, declared: list[CurveArm], demand: DemandByTTL) -> list[Cur
                 hit_rate_ttl=pooled_efficiency(run.figures)["hit_rate_ttl"],
                 ne=scored.ne,
                 ne_ci95=list(scored.ne_ci95 or [scored.ne, scored.ne]),
-                ne_loss=-gain,
-                ne_loss_ci95=[-high, -low],
+                ne_loss=0.0 - gain,  # 0.0 - x: the full-budget arm's own 0 is not printed as -0
+                ne_loss_ci95=[0.0 - high, 0.0 - low],
             )
         )
     return points

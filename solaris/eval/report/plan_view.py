@@ -37,7 +37,8 @@ def plan_sections(plan: Plan) -> list[Section]:
         (*header, "95% CI (every seed)", ""),
         rows,
     )
-    return [curve, Section("Capacity plan: what to run at", ("", ""), _recommendation_rows(plan))]
+    rows = [(f"{name}: {value}",) for name, value in _recommendation_rows(plan)]
+    return [curve, Section("Capacity plan: what to run at", ("",), rows)]
 
 
 def _recommendation_rows(plan: Plan) -> list[tuple[str, str]]:
@@ -58,6 +59,8 @@ def _recommendation_rows(plan: Plan) -> list[tuple[str, str]]:
             ),
             ("it costs", f"{rec.fm_calls_per_day:,.0f} FM calls a day, hit rate while fresh {pct(rec.hit_rate_ttl)}"),
         ]
+        if rec.selector == "budget" and rec.ttl_hours != op.ttl_hours:  # a run refuses a model for another TTL
+            rows.append(("first", f"train the demand model for it: solaris train demand --ttl-hours {rec.ttl_hours}"))
     rows += [
         ("today", f"selector {op.selector}, fm_budget {op.fm_budget:,}, ttl_hours {op.ttl_hours}: {op.sentence}"),
         ("from", f"world {plan.world}, seeds {', '.join(map(str, plan.seeds))}, commit {', '.join(plan.commits)}"),
