@@ -40,16 +40,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# A test file per worker (pytest-xdist's loadfile): a module's fixtures (the replay's, a stack's) are set up once.
-PYTEST_WORKERS ?= 2
-PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
-
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration and not soak" $(PARALLEL) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not integration and not soak" $(PYTEST_ARGS)
 
-# Long end-to-end runs (minutes each), kept out of the default suite; CI runs them after it.
+# Long end-to-end runs (minutes each), kept out of the default suite; CI runs them after it. A test file per
+# worker (pytest-xdist's loadfile, a module's fixture set up once): the replay's module beside the others.
+PYTEST_WORKERS ?= 2
 test-integration: $(STAMP)
-	$(BIN)/python -m pytest -m integration $(PARALLEL) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m integration -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The live stack through 12 simulated hours of Airflow's scheduler (tests/ops/test_soak.py), about 10 minutes.
 test-soak: $(STAMP)

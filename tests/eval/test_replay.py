@@ -30,7 +30,7 @@ from solaris.training.jobs import TRAINED_UNTIL
 from solaris.vms import DEFAULT_VMS
 
 LEAD = DEFAULT_VMS[0]
-GRID_TTL, GRID_FLOOR = 8, 0.2
+GRID_TTL = 8
 
 # The replay fixture (train, two FM refreshes, the eval span, the sweep and the selector arms) is one setup of
 # about 8 minutes on 2 cores (870 s measured beside two other replays, past the suite's 600 s default): a long
@@ -45,9 +45,9 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Replay
     with pytest.MonkeyPatch.context() as env:
         env.setenv("SOLARIS_HOME", str(home))
         # The sweep arms serve the eval span's last 6 hours after 4 warm-up hours, and the plan's grid one TTL
-        # besides the default and one floor: the suite's time budget.
+        # besides the default: the suite's time budget.
         argv = ["--sweep-warmup-hours", "4", "--sweep-hours", "6", "--plan-ttl-hours", str(GRID_TTL)]
-        argv += ["--plan-min-demand", str(GRID_FLOOR)]
+        argv += ["--plan-min-demand"]  # no floor arm (test_capacity.py declares them)
         assert main(["replay", "--preset", "tiny", *argv]) == 0
     folder = settings.data_dir / "replay" / "tiny" / "seed-0" / "report"
     return settings, ReplayReport.from_json((folder / "report.json").read_text())
@@ -299,10 +299,7 @@ def test_the_capacity_plan_runs_its_grid_each_arm_on_a_fresh_store(replayed: tup
     budget = [p for p in report.curve if p.selector == "budget"]
     spends = {"top 0.1", "top 0.2", "top 0.4", "top 0.2 / 3"}
     ttls = {PrecomputeParams.ttl_hours, GRID_TTL}
-    grid = [(s, t, 0.0) for s in spends for t in ttls] + [("top 0.4", PrecomputeParams.ttl_hours, GRID_FLOOR)]
-    assert sorted((p.spend, p.ttl_hours, p.min_demand) for p in budget) == sorted(grid)
-    (floored,) = [p for p in budget if p.min_demand]
-    assert floored.fm_calls_per_hour <= floored.fm_budget  # a floor spends at most its budget
+    assert sorted((p.spend, p.ttl_hours) for p in budget) == sorted((s, t) for s in spends for t in ttls)
     assert sorted(p.top_fraction for p in report.curve if p.selector == "verifier") == [0.05, 0.1, 0.2, 0.4]
     full = max(report.curve, key=lambda p: p.fm_calls_per_hour)
     assert full.ne_loss == 0 and full.ne_loss_ci95 == [0, 0]
@@ -314,13 +311,12 @@ def test_the_capacity_plan_runs_its_grid_each_arm_on_a_fresh_store(replayed: tup
     for p in report.curve:
         name = f"sweep-{p.top_fraction:g}" if p.fm_budget is None else f"budget-{p.fm_budget}"
         name += f"-ttl{p.ttl_hours}" if p.ttl_hours != PrecomputeParams.ttl_hours else ""
-        name += f"-floor{p.min_demand:g}" if p.min_demand else ""
         with sqlite3.connect(state / name / "store.db") as db:
             runs = [json.loads(c) for (c,) in db.execute("SELECT counts FROM precompute_runs")]
         assert len(runs) == 4 + 6, name
         assert all(r.get("fm_budget") == p.fm_budget for r in runs), name
     # The seed's own plan in its report and page, and the plan over the seeds beside them and in MLflow.
-    assert report.plan["world"] == "tiny" and report.plan["verdict"]
+    assert report.plan["world"] == report.world and report.plan["verdict"]
     folder = settings.data_dir / "replay" / "tiny"
     html = (folder / "seed-0" / "report" / "report.html").read_text()
     assert "Capacity plan" in html and (folder / "seed-0" / "report" / "plan.png").is_file()
