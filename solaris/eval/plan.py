@@ -149,7 +149,9 @@ def make_plan(
     series = sorted((a for a in arms if a.selector == selector.planned), key=lambda a: (a.fm_calls_per_hour, a.ne_loss))
     knee = next((a for a in series if a.ne_loss <= target), None)
     recommendation, verdict = None, ""
-    if not any(a.separated for a in series):
+    if not series:
+        verdict = f"no arm of the {selector.planned} selector ran: nothing to recommend"
+    elif not any(a.separated for a in series):
         low, high = series[0].fm_calls_per_hour, series[-1].fm_calls_per_hour
         verdict = (
             f"flat within noise: from {low:,.0f} to {high:,.0f} FM calls an hour the {selector.planned} selector's "

@@ -158,3 +158,9 @@ def test_the_demand_models_validation_auc_is_held_to_productions_floor() -> None
     strong = make_plan([with_auc(0.80, 0)], today=PrecomputeParams(demand_auc_floor=0.7)).selector
     assert (strong.valid_auc, strong.under_floor) == (0.80, False)
     assert make_plan([report(CURVE)]).selector.under_floor is None  # no budget arm's model recorded
+
+
+def test_a_planned_selector_without_arms_recommends_nothing() -> None:
+    ties = [verifier(2_000, 0.1), budget_at(2_000, 0.0, (-0.001, 0.001))]  # the verifier is planned...
+    plan = make_plan([report(CURVE, speculation=ties)])  # ...but only budget arms ran
+    assert plan.recommendation is None and plan.verdict == "no arm of the verifier selector ran: nothing to recommend"

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
+from plan_curves import CURVE
 
 from solaris.eval.arms import pooled_efficiency
 from solaris.eval.figures import (
@@ -527,16 +528,21 @@ def test_solaris_replay_exits_non_zero_when_a_seed_breaks_an_invariant(
     from solaris.eval import job
 
     reports = {0: make_report(0), 1: _model(make_report(1), "VM base", transfer_ratio=0.01)}
+    reports = {seed: replace(r, curve=CURVE, world="w") for seed, r in reports.items()}
+    folder = tmp_path / "replay"
 
     def replay_one(settings: object, request: object, seed: int) -> Path:
-        write_html(reports[seed], tmp_path / f"seed-{seed}")
-        return tmp_path / f"seed-{seed}"
+        write_html(reports[seed], folder / f"seed-{seed}" / "report")
+        return folder / f"seed-{seed}" / "report"
 
     monkeypatch.setattr(job, "replay_one", replay_one)
     monkeypatch.setenv("SOLARIS_HOME", str(tmp_path))
     assert main(["replay", "--preset", "tiny", "--seeds", "0", "--no-sweep", "--no-plan"]) == 0
-    assert main(["replay", "--preset", "tiny", "--seeds", "0", "1", "--no-sweep", "--no-plan"]) == 1
-    assert f"invariants violated in {tmp_path / 'seed-1'}" in capsys.readouterr().err
+    assert not (folder / "plan").exists()
+    assert main(["replay", "--preset", "tiny", "--seeds", "0", "1", "--no-sweep"]) == 1
+    assert f"invariants violated in {folder / 'seed-1' / 'report'}" in capsys.readouterr().err
+    # The plan stands on its own intervals: made whatever invariant a seed broke.
+    assert json.loads((folder / "plan" / "plan.json").read_text())["seeds"] == [0, 1]
 
 
 def test_every_vm_has_its_rows_and_the_summary_names_the_best_relative_gain() -> None:

@@ -93,17 +93,7 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
         )
         end = memory_by_service(state)
         soak_s = time.monotonic() - soak_started
-        for dag in (PRECOMPUTE, TRAIN):
-            api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": True})
-        runs = {
-            dag: poll(
-                f"{dag}'s last run",
-                lambda dag=dag: dag_runs(api, dag),
-                lambda runs: all(r["state"] in ("success", "failed") for r in runs),
-                600,
-            )
-            for dag in (PRECOMPUTE, TRAIN)
-        }
+        runs = {dag: pause_between_runs(api, dag) for dag in (TRAIN, PRECOMPUTE)}
         page = api.solaris_health("?hours=48")
         mlflow_p99 = mlflow_history(state.urls["mlflow"], "ranker_p99_ms")
         decisions = promotion_decisions(state.urls["mlflow"])
@@ -152,6 +142,20 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
     print("memory (MB) at the start, once warm, at the end:", memory)
     grown = {name: end[name] / warm[name] for name in warm if name in end}
     assert all(ratio <= MEMORY_GROWTH for ratio in grown.values()), grown
+
+
+def pause_between_runs(api: Api, dag: str, tries: int = 5) -> list[dict]:
+    """Pause ``dag`` at a moment none of its runs is in flight; its runs. The scheduler gives a paused DAG's
+    running run no more tasks (a soak stalled 10 minutes on a run the pause caught after its first step), so a
+    run the pause catches is let finish, unpaused, and the pause tried again."""
+    ended = lambda runs: all(r["state"] in ("success", "failed") for r in runs)  # noqa: E731
+    for _ in range(tries):
+        api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": True})
+        if ended(runs := dag_runs(api, dag)):
+            return runs
+        api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})
+        poll(f"{dag}'s run in flight", lambda: dag_runs(api, dag), ended, 600, every_s=0.5)
+    pytest.fail(f"{dag}: a run was in flight at each of {tries} pauses")
 
 
 def promotion_decisions(url: str) -> list[str]:
