@@ -83,12 +83,12 @@ class DemandByTTL:
 def curve(arms: Arms, declared: list[CurveArm], demand: DemandByTTL) -> list[CurvePoint]:
     """Every declared arm (run now where it has not run; the budget arms a TTL at a time, the demand model's
     first), its NE paired against the full-budget arm's."""
-    now = demand.ttl_hours
+    now, ran = demand.ttl_hours, {}
     for arm in sorted(declared, key=lambda a: (a.params["ttl_hours"] != now, a.params["ttl_hours"])):
         if arm.selector == "budget":
             demand.at(int(arm.params["ttl_hours"]))
-        arms.run(arm.name, arm.params)
-    runs = [(arm, *arms.run(arm.name, arm.params)) for arm in declared]
+        ran[arm.name] = arms.run(arm.name, arm.params)
+    runs = [(arm, *ran[arm.name]) for arm in declared]
     calls = [sum(f.fm_calls for f in run.figures) / len(run.figures) for _, run, _ in runs]
     full = declared[max(range(len(declared)), key=calls.__getitem__)]
     points = []

@@ -78,20 +78,6 @@ class SelectorVerdict:
 
 
 @dataclass(frozen=True)
-class Recommendation:
-    selector: str
-    fm_budget: int | None  # the budget selector's; None where the verifier is planned
-    top_fraction: float | None  # the verifier's
-    ttl_hours: int
-    min_demand: float
-    fm_calls_per_hour: float
-    fm_calls_per_day: float
-    hit_rate_ttl: float | None
-    ne_loss: float
-    ne_loss_ci95: list[float]
-
-
-@dataclass(frozen=True)
 class OperatingPoint:
     """Where a run's parameters sit against the plan (the defaults, or production's last run)."""
 
@@ -111,30 +97,41 @@ class Plan:
     full_budget: str
     arms: list[PlanArm]
     selector: SelectorVerdict
-    knee: str | None  # the knee arm's label
-    recommendation: Recommendation | None
+    knee: PlanArm | None  # the arm recommended: only where the planned selector's curve is separated from noise
     verdict: str
     operating_point: OperatingPoint
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self) | {"arms": [asdict(a) | {"label": a.label} for a in self.arms]}
+        knee = _arm_dict(self.knee) if self.knee else None
+        return asdict(self) | {"arms": [_arm_dict(a) for a in self.arms], "knee": knee}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Plan:
         """A plan as :meth:`as_dict` wrote it (``plan.json``); a malformed one is an error naming what is wrong."""
         try:
-            recommendation = raw["recommendation"]
+            knee = raw["knee"]
             return cls(
                 **raw
                 | {
-                    "arms": [PlanArm(**{k: v for k, v in a.items() if k != "label"}) for a in raw["arms"]],
+                    "arms": [_arm_of(a) for a in raw["arms"]],
                     "selector": SelectorVerdict(**raw["selector"]),
-                    "recommendation": Recommendation(**recommendation) if recommendation else None,
+                    "knee": _arm_of(knee) if knee else None,
                     "operating_point": OperatingPoint(**raw["operating_point"]),
                 }
             )
         except (KeyError, TypeError) as exc:
             raise PlanError(f"not a plan SOLARIS wrote: {type(exc).__name__}: {exc}") from None
+
+
+_DERIVED = ("label", "fm_calls_per_day")  # PlanArm's properties, written for readers of plan.json
+
+
+def _arm_dict(arm: PlanArm) -> dict[str, object]:
+    return asdict(arm) | {name: getattr(arm, name) for name in _DERIVED}
+
+
+def _arm_of(raw: dict[str, Any]) -> PlanArm:
+    return PlanArm(**{k: v for k, v in raw.items() if k not in _DERIVED})
 
 
 def make_plan(
@@ -147,24 +144,7 @@ def make_plan(
     today = today or PrecomputeParams()
     selector = _selector(reports, today.demand_auc_floor)
     series = sorted((a for a in arms if a.selector == selector.planned), key=lambda a: (a.fm_calls_per_hour, a.ne_loss))
-    knee = next((a for a in series if a.ne_loss <= target), None)
-    recommendation, verdict = None, ""
-    if not series:
-        verdict = f"no arm of the {selector.planned} selector ran: nothing to recommend"
-    elif not any(a.separated for a in series):
-        low, high = series[0].fm_calls_per_hour, series[-1].fm_calls_per_hour
-        verdict = (
-            f"flat within noise: from {low:,.0f} to {high:,.0f} FM calls an hour the {selector.planned} selector's "
-            "NE differs from the full budget's by less than its intervals on some seed; no spend is recommended"
-        )
-    elif knee is None:
-        verdict = f"no {selector.planned} arm is within {target:g} NE of the full budget: spend more than the grid ran"
-    else:
-        recommendation = _recommend(knee)
-        verdict = (
-            f"the knee: {knee.label}, {knee.fm_calls_per_day:,.0f} FM calls a day, NE loss {knee.ne_loss:+.4f} "
-            f"[{knee.ne_loss_ci95[0]:+.4f}, {knee.ne_loss_ci95[1]:+.4f}] against the full budget (target {target:g})"
-        )
+    knee, verdict = _knee(series, selector.planned, target)
     return Plan(
         world=reports[0].world,
         seeds=[r.seed for r in reports],
@@ -173,26 +153,46 @@ def make_plan(
         full_budget=full.label,
         arms=arms,
         selector=selector,
-        knee=knee.label if recommendation else None,
-        recommendation=recommendation,
+        knee=knee,
         verdict=verdict,
-        operating_point=operating_point(today, recommendation),
+        operating_point=operating_point(today, knee),
     )
 
 
-def operating_point(params: PrecomputeParams, recommendation: Recommendation | None) -> OperatingPoint:
+def _knee(series: list[PlanArm], selector: str, target: float) -> tuple[PlanArm | None, str]:
+    """The arm to recommend from the planned selector's arms (by FM calls), and the plan's verdict."""
+    if not series:
+        return None, f"no arm of the {selector} selector ran: nothing to recommend"
+    if not any(a.separated for a in series):
+        low, high = series[0].fm_calls_per_hour, series[-1].fm_calls_per_hour
+        return None, (
+            f"flat within noise: from {low:,.0f} to {high:,.0f} FM calls an hour the {selector} selector's "
+            "NE differs from the full budget's by less than its intervals on some seed; no spend is recommended"
+        )
+    knee = next((a for a in series if a.ne_loss <= target), None)
+    if knee is None:
+        return None, f"no {selector} arm is within {target:g} NE of the full budget: spend more than the grid ran"
+    return knee, (
+        f"the knee: {knee.label}, {knee.fm_calls_per_day:,.0f} FM calls a day, NE loss {knee.ne_loss:+.4f} "
+        f"[{knee.ne_loss_ci95[0]:+.4f}, {knee.ne_loss_ci95[1]:+.4f}] against the full budget (target {target:g})"
+    )
+
+
+def operating_point(params: PrecomputeParams, knee: PlanArm | None) -> OperatingPoint:
     """Whether ``params`` spend past the plan's knee: more FM calls an hour for no NE the plan can measure."""
-    if recommendation is None:
+    if knee is None:
         return OperatingPoint(params.selector, params.fm_budget, params.ttl_hours, None, "no recommendation to compare")
-    if params.selector != recommendation.selector:
-        past, sentence = None, f"runs the {params.selector} selector; the plan recommends the {recommendation.selector}"
-    elif recommendation.fm_budget is None:
+    if params.selector != knee.selector:
+        past, sentence = None, f"runs the {params.selector} selector; the plan recommends the {knee.selector}"
+    elif knee.fm_budget is None:
         past, sentence = None, "the verifier's spend is its top_fraction, not a budget"
     else:
-        past = params.fm_budget > recommendation.fm_budget
-        sentence = f"fm_budget {params.fm_budget:,} is {'past' if past else 'at or below'} the knee's {recommendation.fm_budget:,}"
-    if recommendation.ttl_hours != params.ttl_hours:
-        sentence += f"; ttl_hours {params.ttl_hours} where the knee's is {recommendation.ttl_hours}"
+        past = params.fm_budget > knee.fm_budget
+        sentence = (
+            f"fm_budget {params.fm_budget:,} is {'past' if past else 'at or below'} the knee's {knee.fm_budget:,}"
+        )
+    if knee.ttl_hours != params.ttl_hours:
+        sentence += f"; ttl_hours {params.ttl_hours} where the knee's is {knee.ttl_hours}"
     return OperatingPoint(params.selector, params.fm_budget, params.ttl_hours, past, sentence)
 
 
@@ -282,19 +282,4 @@ def _at_equal_calls(point: SpeculationPoint, points: list[SpeculationPoint]) -> 
         point.selector == "budget"
         and point.fm_budget in verifier_budgets
         and point.ne_gain_vs_verifier_ci95 is not None
-    )
-
-
-def _recommend(knee: PlanArm) -> Recommendation:
-    return Recommendation(
-        selector=knee.selector,
-        fm_budget=knee.fm_budget,
-        top_fraction=knee.top_fraction,
-        ttl_hours=knee.ttl_hours,
-        min_demand=knee.min_demand,
-        fm_calls_per_hour=knee.fm_calls_per_hour,
-        fm_calls_per_day=knee.fm_calls_per_day,
-        hit_rate_ttl=knee.hit_rate_ttl,
-        ne_loss=knee.ne_loss,
-        ne_loss_ci95=knee.ne_loss_ci95,
     )

@@ -45,11 +45,11 @@ def _log(settings: Settings, plan: Plan, out: Path) -> None:
             {"world": plan.world, "seeds": ",".join(map(str, plan.seeds)), "commits": ",".join(plan.commits)}
             | {"target": plan.target, "selector": plan.selector.planned}
         )
-        if (rec := plan.recommendation) is not None:
-            mlflow.log_params({f"recommended_{k}": v for k, v in vars(rec).items() if not isinstance(v, list)})
+        if (knee := plan.knee) is not None:
+            mlflow.log_params({f"recommended_{k}": v for k, v in vars(knee).items() if not isinstance(v, list)})
+        metrics = {}
         for arm in plan.arms:
             key = metric_name(f"{arm.selector} {arm.spend} ttl{arm.ttl_hours} min_demand {arm.min_demand:g}")
-            mlflow.log_metrics(
-                {f"plan_{key}_fm_calls_per_hour": arm.fm_calls_per_hour, f"plan_{key}_ne_loss": arm.ne_loss}
-            )
+            metrics |= {f"plan_{key}_fm_calls_per_hour": arm.fm_calls_per_hour, f"plan_{key}_ne_loss": arm.ne_loss}
+        mlflow.log_metrics(metrics)
         mlflow.log_artifacts(str(out), artifact_path="plan")

@@ -44,7 +44,7 @@ def plan_on_page(data_dir: Path, history: Sequence[RunHealth]) -> PlanOnPage | N
     except (OSError, ValueError) as exc:  # PlanError and JSON's errors are ValueErrors
         why = str(exc) if isinstance(exc, PlanError) else f"{type(exc).__name__}: {exc}"
         return PlanOnPage(str(path), None, None, source, why)
-    return PlanOnPage(str(path), plan, operating_point(params, plan.recommendation), source)
+    return PlanOnPage(str(path), plan, operating_point(params, plan.knee), source)
 
 
 def todays_params(history: Sequence[RunHealth]) -> tuple[PrecomputeParams, str]:
@@ -76,8 +76,8 @@ def plan_chart(found: PlanOnPage) -> Chart:
         )
         for i, ((selector, ttl, floor), points) in enumerate(sorted(lines.items()))
     ]
-    if (rec := plan.recommendation) is not None:
-        series.append(CurveSeries("knee", "knee", [(rec.fm_calls_per_hour, rec.ne_loss)]))
+    if (knee := plan.knee) is not None:
+        series.append(CurveSeries("knee", "knee", [(knee.fm_calls_per_hour, knee.ne_loss)]))
     today = found.today
     marks = [("today's fm_budget", "limit", float(today.fm_budget))] if today and today.selector == "budget" else []
     title = f"Capacity plan of world {plan.world}: NE loss against the full budget"

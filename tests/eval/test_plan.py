@@ -14,42 +14,45 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.eval.figures import ReplayReport
 from solaris.eval.plan import Plan, PlanError, make_plan
+from solaris.eval.report.plan_view import plan_text
 from solaris.precompute.params import PrecomputeParams
 
 
 def test_the_knee_is_the_least_spend_within_the_target() -> None:
     plan = make_plan([report(CURVE)], target=0.001)
     assert plan.selector.planned == "budget"
-    assert plan.recommendation is not None
-    assert (plan.recommendation.fm_budget, plan.recommendation.ttl_hours) == (4_000, 4)
-    assert plan.recommendation.fm_calls_per_day == 96_000
-    assert plan.knee == "budget at top 0.2's spend, ttl 4 h"
+    assert plan.knee is not None
+    assert (plan.knee.fm_budget, plan.knee.ttl_hours) == (4_000, 4)
+    assert plan.knee.fm_calls_per_day == 96_000
+    assert plan.knee.label == "budget at top 0.2's spend, ttl 4 h"
     assert plan.full_budget == "budget at top 0.4's spend, ttl 4 h"
     # A looser target moves the knee down the curve.
-    assert make_plan([report(CURVE)], target=0.005).recommendation.fm_budget == 2_000  # type: ignore[union-attr]
-    assert make_plan([report(CURVE)], target=0.02).recommendation.fm_budget == 1_000  # type: ignore[union-attr]
+    assert make_plan([report(CURVE)], target=0.005).knee.fm_budget == 2_000  # type: ignore[union-attr]
+    assert make_plan([report(CURVE)], target=0.02).knee.fm_budget == 1_000  # type: ignore[union-attr]
 
 
 def test_at_one_spend_the_ttl_that_loses_less_is_the_knee() -> None:
     longer = point("top 0.1", 2_000, 0.0008, (0.0001, 0.0015), ttl_hours=8)
     plan = make_plan([report([*CURVE, longer])], target=0.001)
-    assert plan.recommendation is not None
-    assert (plan.recommendation.fm_budget, plan.recommendation.ttl_hours) == (2_000, 8)
+    assert plan.knee is not None
+    assert (plan.knee.fm_budget, plan.knee.ttl_hours) == (2_000, 8)
+    # A run refuses a demand model trained for another TTL: the plan says which to train first.
+    assert "first: train the demand model for it: solaris train demand --ttl-hours 8" in plan_text(plan)
 
 
 def test_a_floor_that_spends_less_for_as_much_is_the_knee() -> None:
     floored = point("top 0.4", 3_000, 0.0002, (-0.0003, 0.0007), fm_budget=8_000, min_demand=0.2)
     plan = make_plan([report([*CURVE, floored])], target=0.001)
-    assert plan.recommendation is not None
-    assert (plan.recommendation.fm_budget, plan.recommendation.min_demand) == (8_000, 0.2)
-    assert plan.recommendation.fm_calls_per_day == 72_000
-    assert plan.knee == "budget at top 0.4's spend, ttl 4 h, min_demand 0.2"
+    assert plan.knee is not None
+    assert (plan.knee.fm_budget, plan.knee.min_demand) == (8_000, 0.2)
+    assert plan.knee.fm_calls_per_day == 72_000
+    assert plan.knee.label == "budget at top 0.4's spend, ttl 4 h, min_demand 0.2"
 
 
 def test_no_recommendation_where_the_intervals_overlap() -> None:
     flat = [point(spend, calls, loss / 10, (-0.002, 0.002)) for spend, calls, loss, _ in BUDGET_CURVE]
     plan = make_plan([report(flat)])
-    assert plan.recommendation is None and plan.knee is None
+    assert plan.knee is None
     assert plan.verdict.startswith("flat within noise")
     assert plan.operating_point.past_knee is None
 
@@ -59,7 +62,7 @@ def test_an_arm_is_separated_only_where_every_seed_says_so() -> None:
     overlapping = [replace(p, ne_loss_ci95=[-0.001, p.ne_loss_ci95[1]]) for p in CURVE]
     plan = make_plan([report(CURVE, 0), report(overlapping, 1)])
     assert plan.seeds == [0, 1]
-    assert plan.recommendation is None
+    assert plan.knee is None
     pooled = {a.spend: a for a in plan.arms}
     assert pooled["top 0.2 / 3"].ne_loss_ci95 == [-0.001, 0.012] and pooled["top 0.2 / 3"].seeds == 2
 
@@ -73,8 +76,8 @@ def test_the_verifier_is_planned_where_the_budget_selector_does_not_beat_it() ->
     plan = make_plan([report([*CURVE, *verifier_arms], speculation=ties)])
     assert plan.selector.planned == "verifier"
     assert "does not beat the verifier" in plan.selector.reason
-    assert plan.recommendation is not None
-    assert (plan.recommendation.selector, plan.recommendation.top_fraction) == ("verifier", 0.4)
+    assert plan.knee is not None
+    assert (plan.knee.selector, plan.knee.top_fraction) == ("verifier", 0.4)
     assert plan.operating_point.past_knee is None and "recommends the verifier" in plan.operating_point.sentence
 
 
@@ -163,4 +166,4 @@ def test_the_demand_models_validation_auc_is_held_to_productions_floor() -> None
 def test_a_planned_selector_without_arms_recommends_nothing() -> None:
     ties = [verifier(2_000, 0.1), budget_at(2_000, 0.0, (-0.001, 0.001))]  # the verifier is planned...
     plan = make_plan([report(CURVE, speculation=ties)])  # ...but only budget arms ran
-    assert plan.recommendation is None and plan.verdict == "no arm of the verifier selector ran: nothing to recommend"
+    assert plan.knee is None and plan.verdict == "no arm of the verifier selector ran: nothing to recommend"

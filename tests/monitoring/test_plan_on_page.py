@@ -31,7 +31,7 @@ def test_todays_defaults_past_the_knee_stand_out_on_the_plans_curve(health_world
     plan = client.get("/api/health").json()["plan"]
     assert plan["today_from"].startswith("the knobs' defaults")  # no run recorded its ttl_hours
     assert plan["today"]["past_knee"] is True and plan["today"]["fm_budget"] == 60_000
-    assert plan["plan"]["recommendation"]["fm_budget"] == 4_000
+    assert plan["plan"]["knee"]["fm_budget"] == 4_000
     page = client.get("/").text
     assert '<p id="operating-point" class="past-knee">' in page
     assert "fm_budget 60,000 is past the knee&#39;s 4,000" in page

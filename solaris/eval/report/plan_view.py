@@ -13,7 +13,7 @@ from solaris.eval.report.tables import Section, gain_interval, grid, num, pct
 
 
 def plan_sections(plan: Plan) -> list[Section]:
-    marks = {plan.full_budget: "full budget", **({plan.knee: "knee"} if plan.knee else {})}
+    marks = {plan.full_budget: "full budget", **({plan.knee.label: "knee"} if plan.knee else {})}
     arms = sorted(plan.arms, key=lambda a: (a.selector, a.ttl_hours, a.fm_calls_per_hour))
     rows = [
         (
@@ -42,25 +42,25 @@ def plan_sections(plan: Plan) -> list[Section]:
 
 
 def _recommendation_rows(plan: Plan) -> list[tuple[str, str]]:
-    rec, op = plan.recommendation, plan.operating_point
+    knee, op = plan.knee, plan.operating_point
     rows = [("verdict", plan.verdict), ("selector", f"{plan.selector.planned}: {plan.selector.reason}")]
     rows.append(("demand model's requested AUC", num(plan.selector.requested_auc, ".3f")))
     under = {None: "", True: ": under demand_auc_floor, production runs the verifier", False: ""}
     valid = num(plan.selector.valid_auc, ".3f") + under[plan.selector.under_floor]
     rows.append(("demand model's validation AUC", valid))
-    if rec is None:
+    if knee is None:
         rows.append(("recommendation", "none"))
     else:
-        spend = f"fm_budget {rec.fm_budget:,}" if rec.fm_budget is not None else f"top_fraction {rec.top_fraction:g}"
+        spend = f"fm_budget {knee.fm_budget:,}" if knee.fm_budget is not None else f"top_fraction {knee.top_fraction:g}"
         rows += [
             (
                 "recommendation",
-                f"selector {rec.selector}, {spend}, ttl_hours {rec.ttl_hours}, min_demand {rec.min_demand:g}",
+                f"selector {knee.selector}, {spend}, ttl_hours {knee.ttl_hours}, min_demand {knee.min_demand:g}",
             ),
-            ("it costs", f"{rec.fm_calls_per_day:,.0f} FM calls a day, hit rate while fresh {pct(rec.hit_rate_ttl)}"),
+            ("it costs", f"{knee.fm_calls_per_day:,.0f} FM calls a day, hit rate while fresh {pct(knee.hit_rate_ttl)}"),
         ]
-        if rec.selector == "budget" and rec.ttl_hours != op.ttl_hours:  # a run refuses a model for another TTL
-            rows.append(("first", f"train the demand model for it: solaris train demand --ttl-hours {rec.ttl_hours}"))
+        if knee.selector == "budget" and knee.ttl_hours != op.ttl_hours:  # a run refuses a model for another TTL
+            rows.append(("first", f"train the demand model for it: solaris train demand --ttl-hours {knee.ttl_hours}"))
     rows += [
         ("today", f"selector {op.selector}, fm_budget {op.fm_budget:,}, ttl_hours {op.ttl_hours}: {op.sentence}"),
         ("from", f"world {plan.world}, seeds {', '.join(map(str, plan.seeds))}, commit {', '.join(plan.commits)}"),
@@ -90,8 +90,7 @@ def draw_plan(fig: Figure, plan: Plan) -> None:
             ax.errorbar(xs, ys, yerr=errors, marker=marker, capsize=3, label=f"{selector}, ttl {ttl} h")
     ax.axhspan(0, plan.target, color="#c6f6d5", zorder=0, label=f"within target ({plan.target:g})")
     ax.axhline(0, color="black", linewidth=0.8)
-    if plan.recommendation is not None:
-        knee = plan.recommendation
+    if (knee := plan.knee) is not None:
         ax.plot(
             [knee.fm_calls_per_hour],
             [knee.ne_loss],
