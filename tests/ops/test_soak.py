@@ -113,12 +113,14 @@ def test_a_live_stack_runs_simulated_hours_through_the_scheduler(
     print(hourly_table(runs[PRECOMPUTE], records, load))
     print("promotion decisions:", *decisions, sep="\n  ")
 
-    # Every run the scheduler's: each succeeded, and no simulated hour went without its precompute.
+    # Every run the scheduler's: each succeeded, and no simulated hour went without its precompute but one the
+    # scheduler skipped by design.
     for dag, dag_runs_ in runs.items():
         assert {r["run_type"] for r in dag_runs_} == {"scheduled"}, dag
         assert not (failed := [r["dag_run_id"] for r in dag_runs_ if r["state"] != "success"]), f"{dag}: {failed}"
     hours = sorted(datetime.fromisoformat(r["logical_date"]) for r in runs[PRECOMPUTE])
-    assert len(hours) >= SOAK_HOURS and all(b - a == HOUR for a, b in zip(hours, hours[1:])), hours
+    assert len(hours) >= SOAK_HOURS
+    assert not (unexplained := unexplained_gaps(runs[PRECOMPUTE])), unexplained
     assert len(runs[TRAIN]) >= 2  # the day past at unpause, and simulated midnight's
 
     # The plugin page and MLflow show the hours at their simulated times.
@@ -156,6 +158,49 @@ def pause_between_runs(api: Api, dag: str, tries: int = 5) -> list[dict]:
         api("PATCH", f"/api/v2/dags/{dag}", {"is_paused": False})
         poll(f"{dag}'s run in flight", lambda: dag_runs(api, dag), ended, 600, every_s=0.5)
     pytest.fail(f"{dag}: a run was in flight at each of {tries} pauses")
+
+
+def test_only_a_run_that_overran_its_hour_explains_a_skipped_hour() -> None:
+    due = datetime(2026, 1, 1, 1, 0, 3, tzinfo=UTC)  # wall times; logical dates are simulated hours
+
+    def run(hour: int, took_s: float) -> dict[str, str]:
+        logical = datetime(2026, 1, 6, hour, tzinfo=UTC)
+        ran_after = due + timedelta(seconds=HOUR_SECONDS * hour)
+        return {
+            "logical_date": logical.isoformat(),
+            "run_after": ran_after.isoformat(),
+            "end_date": (ran_after + timedelta(seconds=took_s)).isoformat(),
+        }
+
+    assert unexplained_gaps([run(1, 30), run(2, 30), run(3, 30)]) == []
+    assert unexplained_gaps([run(1, 2.5 * HOUR_SECONDS), run(3, 30)]) == []
+    (gap,) = unexplained_gaps([run(1, 30), run(3, 30)])
+    assert gap.startswith("1 hour(s) after 2026-01-06T01:00:00+00:00, whose run ended 30 s after it was due")
+
+
+def unexplained_gaps(runs: list[dict[str, Any]]) -> list[str]:
+    """The simulated hours missing between consecutive runs that the scheduler's no-catchup rule does not explain.
+    Without catchup, a run still going when the next one falls due makes the scheduler skip to the last
+    interval over once it ends (``solaris.live.timetable``): on a busy 2-core machine a 40 s hour can be
+    overrun. A gap after a run that ended before the next was due is a missed hour, a defect."""
+    ordered = sorted(runs, key=lambda r: r["logical_date"])
+    gaps = []
+    for before, after in zip(ordered, ordered[1:]):
+        missing = (
+            datetime.fromisoformat(after["logical_date"]) - datetime.fromisoformat(before["logical_date"])
+        ) // HOUR - 1
+        if not missing:
+            continue
+        overran_s = (
+            datetime.fromisoformat(before["end_date"]) - datetime.fromisoformat(before["run_after"])
+        ).total_seconds()
+        skipped = (
+            f"{missing} hour(s) after {before['logical_date']}, whose run ended {overran_s:.0f} s after it was due"
+        )
+        print(f"skipped by the scheduler: {skipped}")
+        if overran_s <= HOUR_SECONDS:
+            gaps.append(f"{skipped}: before the next hour was due ({HOUR_SECONDS} s)")
+    return gaps
 
 
 def promotion_decisions(url: str) -> list[str]:
