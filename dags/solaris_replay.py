@@ -25,7 +25,7 @@ from typing import Any
 from airflow.sdk import Param, dag, task
 
 from solaris.dag_defaults import DAG_DEFAULTS
-from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, REPLAY_KNOBS
+from solaris.eval.protocol import DEFAULT_FM_REFRESH, FM_REFRESH_HOURS, PLAN_MIN_DEMAND, PLAN_TTL_HOURS, REPLAY_KNOBS
 from solaris.precompute.params import airflow_param
 
 
@@ -41,7 +41,14 @@ def _request(params: dict[str, Any]) -> Any:
         speculation=bool(params["speculation"]),
         fm_refresh=str(params["fm_refresh"]),
         plan=bool(params["plan"]),
+        plan_ttl_hours=tuple(int(t) for t in params["plan_ttl_hours"]),
+        plan_min_demand=tuple(float(f) for f in params["plan_min_demand"]),
     )
+
+
+def _bounds(knob: str) -> dict[str, Any]:
+    """A precompute knob's type and bounds, for a list of its values."""
+    return {k: v for k, v in airflow_param(knob).items() if k not in ("default", "description")}
 
 
 @dag(
@@ -70,6 +77,18 @@ def _request(params: dict[str, Any]) -> Any:
         ),
         "plan": Param(
             True, type="boolean", description="also run the capacity plan's grid (budget x TTL) and write the plan"
+        ),
+        "plan_ttl_hours": Param(
+            list(PLAN_TTL_HOURS),
+            type="array",
+            items=_bounds("ttl_hours"),
+            description="the TTLs the plan's grid runs the budget selector at besides ttl_hours",
+        ),
+        "plan_min_demand": Param(
+            list(PLAN_MIN_DEMAND),
+            type="array",
+            items=_bounds("min_demand"),
+            description="the min_demand floors the plan's grid runs at its largest spend",
         ),
     },
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from solaris.airflow_env import DAGS_FOLDER, GPU_POOL
-from solaris.eval.protocol import FM_REFRESH_HOURS, REPLAY_KNOBS
+from solaris.eval.protocol import FM_REFRESH_HOURS, PLAN_MIN_DEMAND, PLAN_TTL_HOURS, REPLAY_KNOBS
 from solaris.precompute.params import FORM, airflow_param
 from solaris.precompute.pipeline import CLOSE, FAN_OUTS, OPEN, PRECOMPUTE, SHARDS, Pipeline
 
@@ -107,13 +108,25 @@ def test_replay_dag_is_triggered_by_hand_with_one_mapped_task_per_seed(dagbag: A
 
     dag = dagbag.dags["solaris_replay"]
     assert dag.schedule is None
-    assert set(dag.params) == {"preset", "world", "seeds", "fm_refresh", "sweep", "speculation", "plan", *REPLAY_KNOBS}
+    plan_grid = {"plan_ttl_hours": ("ttl_hours", PLAN_TTL_HOURS), "plan_min_demand": ("min_demand", PLAN_MIN_DEMAND)}
+    form = {"preset", "world", "seeds", "fm_refresh", "sweep", "speculation", "plan", *plan_grid, *REPLAY_KNOBS}
+    assert set(dag.params) == form
+    for name, (knob, default) in plan_grid.items():  # the replay's own defaults, each value in the knob's bounds
+        param, bounds = dag.params.get_param(name), airflow_param(knob)
+        assert param.value == list(default)
+        assert param.schema["items"] == {k: bounds[k] for k in ("type", "minimum", "maximum")}
     assert dag.params.get_param("fm_refresh").schema["enum"] == list(FM_REFRESH_HOURS)  # the CLI's choices
     for name in REPLAY_KNOBS:  # the precompute's own definition of each (solaris.precompute.params)
         param, expected = dag.params.get_param(name), airflow_param(name)
         assert (param.value, param.description) == (expected.pop("default"), expected.pop("description"))
         assert param.schema == expected
     assert dag.params.get_param("seeds").schema["items"] == {"type": "integer", "minimum": 0}
+    # The form's values reach the replay's request, the grid's included.
+    spec = importlib.util.spec_from_file_location("replay_dag_file", DAGS_FOLDER / "solaris_replay.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    request = module._request(dag.params.dump() | {"plan_ttl_hours": [8], "plan_min_demand": [0.2]})
+    assert (request.preset, request.plan_ttl_hours, request.plan_min_demand) == ("tiny", (8,), (0.2,))
     assert isinstance(dag.task_dict["replay_seed"], MappedOperator)
     assert dag.task_dict["summarize"].upstream_task_ids == {"replay_seed"}
     assert dag.task_dict["plan"].upstream_task_ids == {"replay_seed"}
