@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from solaris.enrichment.tiers import FED_BY
+from solaris.eval.protocol import replayed_world
 
 # coverage["a2a"] is the share fed by pair OR a2a, and so on down the feeding order, the cohort code last
 CUMULATIVE_TIERS = FED_BY
@@ -220,6 +221,11 @@ class ReplayReport:
     # The budget arms' demand models' validation AUC by the TTL they predict for (str: JSON keys), as production's
     # fallback reads it (solaris.precompute.selector_choice); empty: no budget arm ran.
     demand_valid_auc: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def replayed_world(self) -> str:
+        """What every seed of its replay shares (a preset's seeds are each their own world)."""
+        return replayed_world(self.world, self.seed)
 
     def model(self, name: str) -> ModelScore:
         for m in self.models:

@@ -24,6 +24,7 @@ from solaris.eval.protocol import (
     SWEEP_WARMUP_HOURS,
     VM_SEEDS,
     check_fm_refresh,
+    seed_world,
 )
 from solaris.eval.replay import ReplayConfig, run_replay
 from solaris.precompute.params import PrecomputeParams
@@ -87,7 +88,7 @@ def log_root(settings: Settings, request: ReplayRequest, seed: int) -> Path:
         return settings.world_dir(request.world)
     from solaris.data.synthetic import generate_world, preset
 
-    root = settings.world_dir(f"{request.preset}-seed{seed}")
+    root = settings.world_dir(seed_world(request.preset, seed))
     if not (root / "meta.json").exists():
         generate_world(preset(request.preset).with_seed(seed), root, overwrite=True, progress=False)
     return root

@@ -146,7 +146,7 @@ def make_plan(
     series = sorted((a for a in arms if a.selector == selector.planned), key=lambda a: (a.fm_calls_per_hour, a.ne_loss))
     knee, verdict = _knee(series, selector.planned, target)
     return Plan(
-        world=reports[0].world,
+        world=reports[0].replayed_world,
         seeds=[r.seed for r in reports],
         commits=sorted({r.commit or "unknown" for r in reports}),
         target=target,
@@ -201,7 +201,7 @@ def _check(reports: Sequence[ReplayReport], target: float) -> None:
         raise PlanError("no replay reports to plan from")
     if target < 0:
         raise PlanError(f"the target NE loss must be at least 0, got {target}")
-    worlds = sorted({r.world for r in reports})
+    worlds = sorted({r.replayed_world for r in reports})
     if len(worlds) > 1:
         raise PlanError(f"a plan is of one world; these replays are of {', '.join(worlds)}")
     if bare := [r.seed for r in reports if not r.curve]:

@@ -24,6 +24,17 @@ PLAN_MIN_DEMAND = (0.05, 0.2)
 # solaris_replay DAG's form and the request all follow this list, so none is copied by hand.
 REPLAY_KNOBS = ("top_fraction", "ttl_hours", "ttl_jitter_hours", "cohorts", "cohort_items")
 
+
+def seed_world(preset: str, seed: int) -> str:
+    """The world a replay generates from ``preset`` for ``seed``: each seed is a world of its own."""
+    return f"{preset}-seed{seed}"
+
+
+def replayed_world(world: str, seed: int) -> str:
+    """What the seeds of one replay share: a generated world's preset (:func:`seed_world`), else the world."""
+    return world.removesuffix(f"-seed{seed}")
+
+
 # The reference rows every replay table holds, named once.
 FM, VM_BASE = "FM", "VM base"
 FM_HOURLY = "FM as precomputed"  # the FM's view at the hour's start: what the precompute can embed

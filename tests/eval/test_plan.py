@@ -14,6 +14,7 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.eval.figures import ReplayReport
 from solaris.eval.plan import Plan, PlanError, make_plan
+from solaris.eval.protocol import seed_world
 from solaris.eval.report.plan_view import plan_text
 from solaris.precompute.params import PrecomputeParams
 
@@ -85,6 +86,14 @@ def test_todays_budget_past_the_knee_is_said() -> None:
     plan = make_plan([report(CURVE)], today=PrecomputeParams(fm_budget=60_000))
     assert plan.operating_point.past_knee is True
     assert make_plan([report(CURVE)], today=PrecomputeParams(fm_budget=4_000)).operating_point.past_knee is False
+
+
+def test_a_presets_seeds_each_generated_as_its_own_world_make_one_plan() -> None:
+    seeds = [replace(report(CURVE, seed), world=seed_world("default", seed)) for seed in (0, 1)]
+    plan = make_plan(seeds)
+    assert (plan.world, plan.seeds) == ("default", [0, 1])
+    with pytest.raises(PlanError, match="a plan is of one world; these replays are of churn, default"):
+        make_plan([seeds[0], replace(report(CURVE, 1), world=seed_world("churn", 1))])
 
 
 @pytest.mark.parametrize(

@@ -67,8 +67,8 @@ def _check_comparable(reports: Sequence[ReplayReport]) -> None:
     if not reports:
         raise ValueError("no reports: the spread over seeds needs at least one")
     first = reports[0]
-    if worlds := sorted({_world(r) for r in reports} - {_world(first)}):
-        raise ValueError(f"reports of different worlds: {_world(first)} and {', '.join(worlds)}")
+    if worlds := sorted({r.replayed_world for r in reports} - {first.replayed_world}):
+        raise ValueError(f"reports of different worlds: {first.replayed_world} and {', '.join(worlds)}")
     seeds = [r.seed for r in reports]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"a seed appears twice: {seeds}")
@@ -79,11 +79,6 @@ def _check_comparable(reports: Sequence[ReplayReport]) -> None:
             raise ValueError(f"seed {r.seed} swept other top_fractions than seed {first.seed}")
     if any(span_means(r, "eval")["pair"] is None for r in reports):
         raise ValueError("a report has no eval-span hours")
-
-
-def _world(report: ReplayReport) -> str:
-    """The world without its seed: a generated preset is named ``<preset>-seed<N>`` per seed (eval.job)."""
-    return report.world.removesuffix(f"-seed{report.seed}")
 
 
 def seeds_table(reports: Sequence[ReplayReport]) -> str:
@@ -111,5 +106,5 @@ def seeds_table(reports: Sequence[ReplayReport]) -> str:
         [(f, cell("sweep NE", f, num), cell("sweep transfer ratio", f, pct)) for f in spreads["sweep NE"]],
     )
     seeds = ", ".join(str(r.seed) for r in reports)
-    title = f"SOLARIS replay: world {_world(reports[0])}, seeds {seeds}: mean ± sample sd (min..max)"
+    title = f"SOLARIS replay: world {reports[0].replayed_world}, seeds {seeds}: mean ± sample sd (min..max)"
     return "\n\n".join([title, *(grid(s) for s in (models, coverage, sweep))]) + "\n"
