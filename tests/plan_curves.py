@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 from solaris.config import Settings
 from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
@@ -68,8 +70,10 @@ def report(curve: list[CurvePoint], seed: int = 0, speculation: list[Speculation
 CURVE = [point(*row) for row in BUDGET_CURVE]
 
 
-def write_plan(settings: Settings, text: str | None = None) -> None:
-    """A plan of :data:`CURVE` (or ``text``) where a replay of world ``synthetic`` writes it."""
-    folder = settings.data_dir / "replay" / "synthetic" / PLAN_FOLDER
+def write_plan(settings: Settings, text: str | None = None, world: str = "synthetic") -> Path:
+    """A plan of :data:`CURVE` (or ``text``) where a replay of ``world`` writes it."""
+    folder = settings.data_dir / "replay" / world / PLAN_FOLDER
     folder.mkdir(parents=True)
-    (folder / "plan.json").write_text(text or json.dumps(make_plan([report(CURVE)]).as_dict()))
+    plan = make_plan([replace(report(CURVE), world=world)])
+    (path := folder / "plan.json").write_text(text or json.dumps(plan.as_dict()))
+    return path

@@ -130,6 +130,6 @@ def _report(settings: Callable[[], Settings], t: datetime, runs: int, hours: int
     with store:
         report = build_report(store, None if down else client, t, vms=vms, n_runs=runs, hours=hours)
     load = load_hours(current.data_dir, t, hours)
-    plan = plan_on_page(current.data_dir, report.history)
+    plan = plan_on_page(current.data_dir, current.world, report.history)
     report = replace(report, load=load, ranker=ranker_state(current.ranker_url, load), plan=plan)
     return replace(report, problems=[Problem(MLFLOW, down), *report.problems]) if down else report

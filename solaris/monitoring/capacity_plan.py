@@ -1,8 +1,8 @@
 """The last capacity plan on the health page (#45): its curve, with the fm_budget and ttl_hours the precompute
 runs at today set against its knee, so that an operator sees when the spend is past it.
 
-The last plan is the newest ``plan.json`` a replay wrote under the data folder (``replay/<world>/plan``);
-today's knobs are the latest finished run's (its counts hold its ``ttl_hours``, and a budget run's
+The plan shown is production's world's (``replay/<world>/plan``, the folder a replay of that preset or world
+writes), else the newest any replay wrote, with a line that it is another world's; today's knobs are the latest finished run's (its counts hold its ``ttl_hours``, and a budget run's
 ``fm_budget``), the knobs' defaults before any run recorded them.
 """
 
@@ -19,7 +19,7 @@ from solaris.monitoring.report import RunHealth
 from solaris.precompute.params import PrecomputeParams
 from solaris.precompute.run_files import FM_BUDGET_COUNT, TTL_HOURS_COUNT
 
-PLANS = f"replay/*/{PLAN_FOLDER}/plan.json"
+PLAN_JSON = f"{PLAN_FOLDER}/plan.json"
 PLAN_COLOURS = 6  # the page's style.html colours plan-0 .. plan-5
 
 
@@ -30,21 +30,31 @@ class PlanOnPage:
     today: OperatingPoint | None
     today_from: str  # the run whose counts gave today's knobs, or that they are the defaults
     problem: str | None = None
+    other_world: str | None = None  # where the plan is not of the world production serves: that world
 
 
-def plan_on_page(data_dir: Path, history: Sequence[RunHealth]) -> PlanOnPage | None:
-    """The last plan and today's knobs on it; None where no replay has written a plan."""
-    found = sorted(data_dir.glob(PLANS), key=lambda p: p.stat().st_mtime)
-    if not found:
+def plan_path(data_dir: Path, world: str) -> tuple[Path, str | None] | None:
+    """Production's world's plan, else the newest of any replay's and production's world beside it."""
+    own = data_dir / "replay" / world / PLAN_JSON
+    if own.exists():
+        return own, None
+    found = sorted((data_dir / "replay").glob(f"*/{PLAN_JSON}"), key=lambda p: p.stat().st_mtime)
+    return (found[-1], world) if found else None
+
+
+def plan_on_page(data_dir: Path, world: str, history: Sequence[RunHealth]) -> PlanOnPage | None:
+    """The plan of production's ``world`` (else the newest) and today's knobs on it; None where no replay has
+    written a plan."""
+    if (found := plan_path(data_dir, world)) is None:
         return None
-    path = found[-1]
+    path, serving = found
     params, source = todays_params(history)
     try:
         plan = Plan.from_dict(json.loads(path.read_text()))
     except (OSError, ValueError) as exc:  # PlanError and JSON's errors are ValueErrors
         why = str(exc) if isinstance(exc, PlanError) else f"{type(exc).__name__}: {exc}"
         return PlanOnPage(str(path), None, None, source, why)
-    return PlanOnPage(str(path), plan, operating_point(params, plan.knee), source)
+    return PlanOnPage(str(path), plan, operating_point(params, plan.knee), source, other_world=serving)
 
 
 def todays_params(history: Sequence[RunHealth]) -> tuple[PrecomputeParams, str]:

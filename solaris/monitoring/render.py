@@ -141,10 +141,11 @@ def _point(p: CoveragePoint) -> dict[str, Any]:
 
 
 def _plan(found: PlanOnPage | None) -> dict[str, Any] | None:
-    """The last plan as written, its file, and today's knobs against its knee (``past_knee`` null where they
-    cannot be compared)."""
+    """The plan as written, its file (``other_world``: production's world, where the plan is another's), and
+    today's knobs against its knee (``past_knee`` null where they cannot be compared)."""
     if found is None:
         return None
     plan = found.plan.as_dict() if found.plan else None
     today = asdict(found.today) if found.today else None
-    return {"path": found.path, "problem": found.problem, "today_from": found.today_from, "today": today, "plan": plan}
+    where = {"path": found.path, "problem": found.problem, "other_world": found.other_world}
+    return where | {"today_from": found.today_from, "today": today, "plan": plan}

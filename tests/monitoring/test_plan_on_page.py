@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
@@ -58,3 +59,17 @@ def test_an_unreadable_plan_is_named_and_the_page_still_serves(health_world: Hea
     response = _client(health_world.settings).get("/")
     assert response.status_code == 200
     assert "capacity plan unreadable:</strong>" in response.text and "not a plan SOLARIS wrote" in response.text
+
+
+def test_the_plan_of_the_world_production_serves_is_shown_before_a_newer_one(health_world: HealthWorld) -> None:
+    settings = health_world.settings
+    other = write_plan(settings)  # world "synthetic", production's is settings.world
+    page = _client(settings).get("/").text
+    assert 'id="plan-other-world"' in page and f"not of {settings.world}, the world production serves" in page
+
+    own = write_plan(settings, world=settings.world)
+    os.utime(own, (0, 0))  # older than the other world's
+    plan = _client(settings).get("/api/health").json()["plan"]
+    assert (plan["plan"]["world"], plan["path"], plan["other_world"]) == (settings.world, str(own), None)
+    assert 'id="plan-other-world"' not in _client(settings).get("/").text
+    assert other.exists()
