@@ -40,12 +40,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration and not soak" $(PYTEST_ARGS)
-
-# Long end-to-end runs (minutes each), kept out of the default suite; CI runs them after it. A test file per
-# worker (pytest-xdist's loadfile, a module's fixture set up once): the replay's module beside the others.
+# A test file per worker on both cores (pytest-xdist's loadfile: a module's fixtures are set up once).
 PYTEST_WORKERS ?= 2
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration and not soak" -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# Long end-to-end runs (minutes each), kept out of the default suite; CI runs them after it, the replay's module
+# on one worker beside the others.
 test-integration: $(STAMP)
 	$(BIN)/python -m pytest -m integration -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 

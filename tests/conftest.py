@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
+from airflow_home import point_at_own_airflow, remove_own_airflow
 
 from solaris.config import Settings
 from solaris.store import FeatureStore, PostgresStoreConfig, SqliteStoreConfig, open_store
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     from solaris.training.jobs import TrainReport, World
 
 PG_ADMIN_URL = os.environ.get("SOLARIS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    point_at_own_airflow(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_own_airflow(config)
 
 
 @pytest.fixture
