@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solaris.eval.arms import Arms, mean_coverage, pooled_efficiency
-from solaris.eval.figures import CurvePoint
+from solaris.eval.figures import CurvePoint, full_budget_rank
 from solaris.eval.speculation import Spend, budget_params
 
 
@@ -90,7 +90,7 @@ def curve(arms: Arms, declared: list[CurveArm], demand: DemandByTTL) -> list[Cur
         ran[arm.name] = arms.run(arm.name, arm.params)
     runs = [(arm, *ran[arm.name]) for arm in declared]
     calls = [sum(f.fm_calls for f in run.figures) / len(run.figures) for _, run, _ in runs]
-    full = declared[max(range(len(declared)), key=calls.__getitem__)]
+    full = declared[max(range(len(declared)), key=lambda i: full_budget_rank(declared[i].selector, calls[i]))]
     points = []
     for (arm, run, scored), per_hour in zip(runs, calls, strict=True):
         gain, (low, high) = arms.ne_gain(full.params, arm.params)

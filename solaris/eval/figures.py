@@ -120,6 +120,14 @@ class SpeculationPoint:
     ne_gain_vs_verifier_ci95: Interval | None = None
 
 
+def full_budget_rank(selector: str, fm_calls_per_hour: float) -> tuple[int, bool]:
+    """The capacity plan's reference, the full-budget arm, ranks highest: the most FM calls an hour in whole
+    calls, the verifier's at equal calls. The selector comparison gives a budget arm a verifier arm's own spend
+    (rounded), so which of the two spent a fraction of a call more is noise: it made the reference the budget
+    arm on one seed and the verifier on another, and the seeds' losses were against different arms."""
+    return round(fm_calls_per_hour), selector == "verifier"
+
+
 @dataclass(frozen=True)
 class CurvePoint:
     """One arm of the capacity plan's curve (:mod:`solaris.eval.plan`): a selector at one spend and TTL over the

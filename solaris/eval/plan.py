@@ -3,7 +3,8 @@
 
 Its rules, declared here once:
 
-- The curve is the SOLARIS VM's NE loss against the full-budget arm (the arm that made the most FM calls; the
+- The curve is the SOLARIS VM's NE loss against the full-budget arm (the arm that made the most FM calls, the
+  verifier's at equal calls: :func:`~solaris.eval.figures.full_budget_rank`; the
   lowest-NE arm would be chosen by noise), paired over the same requests, against FM calls an hour.
 - Seeds pool by arm (:attr:`CurvePoint.key`): the mean loss and calls, and the envelope of the seeds' intervals,
   so an arm counts as separated from the full budget only where every seed says so.
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
+from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint, full_budget_rank
 from solaris.precompute.params import PrecomputeParams
 
 PLAN_TARGET = 0.001  # the NE loss against the full budget a plan accepts (``solaris plan --target``)
@@ -140,7 +141,7 @@ def make_plan(
     """The plan of one world's replays (one per seed); refuses reports without arms or of several worlds."""
     _check(reports, target)
     arms = _pooled(reports)
-    full = max(arms, key=lambda a: a.fm_calls_per_hour)
+    full = max(arms, key=lambda a: full_budget_rank(a.selector, a.fm_calls_per_hour))
     today = today or PrecomputeParams()
     selector = _selector(reports, today.demand_auc_floor)
     series = sorted((a for a in arms if a.selector == selector.planned), key=lambda a: (a.fm_calls_per_hour, a.ne_loss))

@@ -12,7 +12,7 @@ from plan_curves import BUDGET_CURVE, CURVE, budget_at, point, report, verifier
 import mlflow
 from solaris.cli import main
 from solaris.config import Settings
-from solaris.eval.figures import ReplayReport
+from solaris.eval.figures import ReplayReport, full_budget_rank
 from solaris.eval.plan import Plan, PlanError, make_plan
 from solaris.eval.protocol import seed_world
 from solaris.eval.report.plan_view import plan_text
@@ -39,6 +39,15 @@ def test_at_one_spend_the_ttl_that_loses_less_is_the_knee() -> None:
     assert (plan.knee.fm_budget, plan.knee.ttl_hours) == (2_000, 8)
     # A run refuses a demand model trained for another TTL: the plan says which to train first.
     assert "first: train the demand model for it: solaris train demand --ttl-hours 8" in plan_text(plan)
+
+
+def test_at_equal_calls_the_verifier_is_the_full_budget_whichever_spent_a_fraction_more() -> None:
+    # The comparison gave the budget arm the verifier's spend, rounded: 8,000 against 7,999.75 calls an hour.
+    top = point("top 0.4", 7_999.75, 0.0, (0.0, 0.0), selector="verifier", fm_budget=None, top_fraction=0.4)
+    plan = make_plan([report([*CURVE, top])])
+    assert plan.full_budget == "verifier at top 0.4's spend, ttl 4 h"
+    assert full_budget_rank("verifier", 7_999.75) > full_budget_rank("budget", 8_000)
+    assert full_budget_rank("budget", 8_001) > full_budget_rank("verifier", 8_000)  # more calls still win
 
 
 def test_a_floor_that_spends_less_for_as_much_is_the_knee() -> None:
