@@ -51,6 +51,14 @@ def _airflow(args: list[str], env: dict[str, str]) -> None:
         raise RuntimeError(f"`airflow {' '.join(args)}` failed ({done.returncode}):\n{done.stderr[-3000:]}")
 
 
+def point_process_at(settings: Settings, metadata_url: str | None = None) -> dict[str, str]:
+    """Set this process's ``AIRFLOW*`` variables (its settings are already loaded); the whole environment, for
+    child processes. Airflow reads them when first imported."""
+    env = airflow_env(settings, metadata_url)
+    os.environ.update({k: v for k, v in env.items() if k.startswith("AIRFLOW")})
+    return env
+
+
 def bootstrap(settings: Settings, metadata_url: str | None = None) -> dict[str, str]:
     """Point this process at Airflow (before it is imported), migrate the metadata DB, create the gpu pool.
 
@@ -60,9 +68,8 @@ def bootstrap(settings: Settings, metadata_url: str | None = None) -> dict[str, 
     """
     if "airflow" in sys.modules and os.environ.get("AIRFLOW_HOME") != str(settings.airflow_home):
         raise RuntimeError("airflow was imported before bootstrap(); its configuration is already fixed")
-    env = airflow_env(settings, metadata_url)
+    env = point_process_at(settings, metadata_url)
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    os.environ.update({k: v for k, v in env.items() if k.startswith("AIRFLOW")})
     _airflow(["db", "migrate"], env)
     _airflow(["pools", "set", GPU_POOL, str(GPU_POOL_SLOTS), "FM embedding shards (one per GPU)"], env)
     return env

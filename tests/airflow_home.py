@@ -4,13 +4,12 @@ every process (each xdist worker) is pointed at its home before any test runs; t
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 
 import pytest
 
-from solaris.airflow_env import airflow_env
+from solaris.airflow_env import point_process_at
 from solaris.config import Settings
 
 AIRFLOW_SETTINGS = pytest.StashKey[Settings]()
@@ -18,7 +17,7 @@ AIRFLOW_SETTINGS = pytest.StashKey[Settings]()
 
 def point_at_own_airflow(config: pytest.Config) -> None:
     settings = Settings.from_env({"SOLARIS_HOME": tempfile.mkdtemp(prefix="solaris-airflow-")})
-    os.environ.update({k: v for k, v in airflow_env(settings).items() if k.startswith("AIRFLOW")})
+    point_process_at(settings)
     config.stash[AIRFLOW_SETTINGS] = settings
 
 

@@ -2,8 +2,9 @@
 runs at today set against its knee, so that an operator sees when the spend is past it.
 
 The plan shown is production's world's (``replay/<world>/plan``, the folder a replay of that preset or world
-writes), else the newest any replay wrote, with a line that it is another world's; today's knobs are the latest finished run's (its counts hold its ``ttl_hours``, and a budget run's
-``fm_budget``), the knobs' defaults before any run recorded them.
+writes), else the newest any replay wrote, with a line that it is another world's; today's knobs are the
+latest finished run's (its counts hold its ``ttl_hours``, and a budget run's ``fm_budget``), the knobs'
+defaults before any run recorded them.
 """
 
 from __future__ import annotations
