@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import threading
 import time
@@ -17,7 +18,7 @@ from solaris import exposure
 from solaris.models.features import TIERS, VM_BASE_COLUMNS
 from solaris.serving import Ranker, servedlog
 from solaris.serving.champion import ServingModel
-from solaris.serving.servedlog import ServedLog, ServedLogError, read_served, served_codes
+from solaris.serving.servedlog import ServedBatch, ServedLog, ServedLogError, read_served, served_codes
 
 HOSTS = {"thread": False, "child process": True}
 
@@ -119,3 +120,29 @@ def test_a_batch_after_close_is_dropped_and_counted(
     log.close()  # twice is harmless
     served = ranker.rank(1, np.array([10, 11]), T)  # a request racing the shutdown still gets its answer
     assert len(served.scores) == 2 and log.dropped_rows == 2
+
+
+def test_batches_built_together_keep_each_kind_and_a_bad_batch_loses_only_its_rows(tmp_path: Path) -> None:
+    dim = 4
+
+    def batch(
+        request_id: int | None, vm: str, width: int = len(VM_BASE_COLUMNS) + len(TIERS) * (dim + 1)
+    ) -> ServedBatch:
+        inputs = np.zeros((2, width), np.float32)
+        inputs[:, 0], inputs[:, 1] = 1, [10, 11]
+        ids = None if request_id is None else np.full(2, request_id)
+        ts = np.full(2, int(T.timestamp() * 1_000_000))
+        return ServedBatch(inputs, np.zeros(2, np.float32), np.zeros(2, np.int8), ts, ids, vm, "e", dim)
+
+    batches, replies = queue.Queue(), queue.Queue()
+    for item in (batch(1, "vm-a"), batch(2, "vm-a"), batch(3, "vm-a", width=5), batch(None, "vm-a"), batch(4, "vm-b")):
+        batches.put(item)
+    for item in (servedlog.FLUSH, servedlog.STOP):
+        batches.put(item)
+    servedlog.write_loop(batches, replies, tmp_path / "served", flush_rows=100_000)
+
+    rows = read_served(tmp_path / "served", T - timedelta(hours=1), T + timedelta(hours=1), dim)
+    written = sorted(zip(rows["request_id"].to_pylist(), rows["vm_version"].to_pylist(), strict=True), key=str)
+    assert written == sorted([(1, "vm-a")] * 2 + [(2, "vm-a")] * 2 + [(None, "vm-a")] * 2 + [(4, "vm-b")] * 2, key=str)
+    failure, flushed = replies.get_nowait(), replies.get_nowait()
+    assert failure[0] == servedlog.FAILED and "shape" in failure[1] and flushed[0] == servedlog.FLUSHED
