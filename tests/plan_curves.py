@@ -10,7 +10,7 @@ from solaris.config import Settings
 from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
 from solaris.eval.plan import PLAN_FOLDER, make_plan
 
-# The budget selector at four spends, ttl 4 h: the loss against the full budget falls as the spend grows, and
+# The budget selector at four spends, ttl 4 h: the loss against its full budget falls as the spend grows, and
 # only the cheapest two are beyond their intervals.
 BUDGET_CURVE = (  # (spend, FM calls an hour, NE loss, its interval)
     ("top 0.2 / 3", 1_000, 0.0100, (0.0080, 0.0120)),
@@ -36,7 +36,10 @@ def point(spend: str, calls: float, loss: float, ci: tuple[float, float], **kw: 
         "ne_loss": loss,
         "ne_loss_ci95": list(ci),
     }
-    return CurvePoint(**(fields | kw))
+    fields |= kw
+    # each selector's reference as a replay declares it: its largest spend, at the replay's TTL, no floor
+    fields.setdefault("full_budget", (fields["spend"], fields["ttl_hours"], fields["min_demand"]) == ("top 0.4", 4, 0))
+    return CurvePoint(**fields)
 
 
 def verifier(budget: int, fraction: float) -> SpeculationPoint:

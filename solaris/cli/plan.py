@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--target",
         type=float,
         default=PLAN_TARGET,
-        help=f"the NE loss against the full budget the knee may cost (default {PLAN_TARGET:g})",
+        help=f"the NE loss against its selector's full budget the knee may cost (default {PLAN_TARGET:g})",
     )
     p.set_defaults(handler=run)
 

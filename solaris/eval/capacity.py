@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solaris.eval.arms import Arms, mean_coverage, pooled_efficiency
-from solaris.eval.figures import CurvePoint, full_budget_rank
+from solaris.eval.figures import CurvePoint
 from solaris.eval.speculation import Spend, budget_params
 
 
@@ -80,19 +80,36 @@ class DemandByTTL:
             self.ttl_hours = ttl_hours
 
 
+def full_budgets(declared: list[CurveArm], ttl_hours: int) -> dict[str, CurveArm]:
+    """Each selector's full-budget arm, the reference of its arms' NE loss: its largest spend at the replay's
+    TTL and no floor. One per selector: against the verifier's, a budget selector that beats the verifier
+    put its knee at a third of the spend of an arm 0.003 NE better (the default world, 2026-12-08). Declared,
+    not measured: the arms given one budget spend it alike, so the most calls would be a tie broken by noise."""
+    plain = [a for a in declared if a.params["ttl_hours"] == ttl_hours and not a.params.get("min_demand")]
+    return {
+        selector: max((a for a in plain if a.selector == selector), key=_spend)
+        for selector in sorted({a.selector for a in plain})
+    }
+
+
+def _spend(arm: CurveArm) -> float:
+    return float(arm.params["fm_budget"] if arm.selector == "budget" else arm.params["top_fraction"])
+
+
 def curve(arms: Arms, declared: list[CurveArm], demand: DemandByTTL) -> list[CurvePoint]:
     """Every declared arm (run now where it has not run; the budget arms a TTL at a time, the demand model's
-    first), its NE paired against the full-budget arm's."""
+    first), its NE paired against its selector's full-budget arm's."""
     now, ran = demand.ttl_hours, {}
+    references = full_budgets(declared, now)
     for arm in sorted(declared, key=lambda a: (a.params["ttl_hours"] != now, a.params["ttl_hours"])):
         if arm.selector == "budget":
             demand.at(int(arm.params["ttl_hours"]))
         ran[arm.name] = arms.run(arm.name, arm.params)
     runs = [(arm, *ran[arm.name]) for arm in declared]
     calls = [sum(f.fm_calls for f in run.figures) / len(run.figures) for _, run, _ in runs]
-    full = declared[max(range(len(declared)), key=lambda i: full_budget_rank(declared[i].selector, calls[i]))]
     points = []
     for (arm, run, scored), per_hour in zip(runs, calls, strict=True):
+        full = references[arm.selector]
         gain, (low, high) = arms.ne_gain(full.params, arm.params)
         points.append(
             CurvePoint(
@@ -109,6 +126,7 @@ def curve(arms: Arms, declared: list[CurveArm], demand: DemandByTTL) -> list[Cur
                 ne_ci95=list(scored.ne_ci95 or [scored.ne, scored.ne]),
                 ne_loss=0.0 - gain,  # 0.0 - x: the full-budget arm's own 0 is not printed as -0
                 ne_loss_ci95=[0.0 - high, 0.0 - low],
+                full_budget=arm is full,
             )
         )
     return points

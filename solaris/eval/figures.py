@@ -120,21 +120,13 @@ class SpeculationPoint:
     ne_gain_vs_verifier_ci95: Interval | None = None
 
 
-def full_budget_rank(selector: str, fm_calls_per_hour: float) -> tuple[int, bool]:
-    """The capacity plan's reference, the full-budget arm, ranks highest: the most FM calls an hour in whole
-    calls, the verifier's at equal calls. The selector comparison gives a budget arm a verifier arm's own spend
-    (rounded), so which of the two spent a fraction of a call more is noise: it made the reference the budget
-    arm on one seed and the verifier on another, and the seeds' losses were against different arms."""
-    return round(fm_calls_per_hour), selector == "verifier"
-
-
 @dataclass(frozen=True)
 class CurvePoint:
     """One arm of the capacity plan's curve (:mod:`solaris.eval.plan`): a selector at one spend and TTL over the
-    arms' served hours, the SOLARIS VM's NE on what it served, and that NE against the full-budget arm's (the
-    arm that made the most FM calls), paired over the same requests. ``spend`` names the budget the same way on
-    every seed ("top 0.1": the verifier at top_fraction 0.1, or the budget selector given what that verifier
-    spent), so a plan can pool seeds whose worlds spend differently."""
+    arms' served hours, the SOLARIS VM's NE on what it served, and that NE against its selector's full-budget
+    arm's (:func:`~solaris.eval.capacity.full_budgets`), paired over the same requests. ``spend`` names the
+    budget the same way on every seed ("top 0.1": the verifier at top_fraction 0.1, or the budget selector given
+    what that verifier spent), so a plan can pool seeds whose worlds spend differently."""
 
     selector: str
     spend: str
@@ -147,8 +139,9 @@ class CurvePoint:
     hit_rate_ttl: float | None
     ne: float
     ne_ci95: Interval
-    ne_loss: float  # this arm's NE minus the full-budget arm's: > 0 where spending less costs NE
+    ne_loss: float  # this arm's NE minus its selector's full-budget arm's: > 0 where spending less costs NE
     ne_loss_ci95: Interval
+    full_budget: bool = False  # the reference of its selector's arms (False throughout: a replay before 2026-12-08)
 
     @property
     def key(self) -> tuple[str, str, int, float]:

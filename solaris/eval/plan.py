@@ -3,15 +3,15 @@
 
 Its rules, declared here once:
 
-- The curve is the SOLARIS VM's NE loss against the full-budget arm (the arm that made the most FM calls, the
-  verifier's at equal calls: :func:`~solaris.eval.figures.full_budget_rank`; the
-  lowest-NE arm would be chosen by noise), paired over the same requests, against FM calls an hour.
+- The curve is the SOLARIS VM's NE loss against its selector's full-budget arm (its largest spend at the
+  replay's TTL: :func:`~solaris.eval.capacity.full_budgets`; the lowest-NE arm would be chosen by noise),
+  paired over the same requests, against FM calls an hour.
 - Seeds pool by arm (:attr:`CurvePoint.key`): the mean loss and calls, and the envelope of the seeds' intervals,
   so an arm counts as separated from the full budget only where every seed says so.
 - The selector planned is the budget selector where it beats the verifier at equal FM calls (on every seed a
   paired gain above zero at one spend at least, and a measured loss at none); else the verifier.
-- The knee is the least spend of that selector whose mean loss is within ``target``.
-- A recommendation is made only where an arm of that selector is separated from the full budget: otherwise the
+- The knee is the least spend of that selector whose mean loss against its own full budget is within ``target``.
+- A recommendation is made only where an arm of that selector is separated from its full budget: otherwise the
   curve is flat within noise, and the plan says so instead.
 """
 
@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint, full_budget_rank
+from solaris.eval.figures import CurvePoint, ReplayReport, SpeculationPoint
 from solaris.precompute.params import PrecomputeParams
 
-PLAN_TARGET = 0.001  # the NE loss against the full budget a plan accepts (``solaris plan --target``)
+PLAN_TARGET = 0.001  # the NE loss against its selector's full budget a plan accepts (``solaris plan --target``)
 PLAN_FOLDER = "plan"  # where a replay's plan is written, beside its seed-<N> folders
 HOURS_A_DAY = 24
 
@@ -51,6 +51,7 @@ class PlanArm:
     ne_loss: float
     ne_loss_ci95: list[float]  # the envelope of the seeds' paired intervals
     seeds: int
+    full_budget: bool = False  # the reference of its selector's arms (False throughout: a plan before 2026-12-08)
 
     @property
     def label(self) -> str:
@@ -63,7 +64,7 @@ class PlanArm:
 
     @property
     def separated(self) -> bool:
-        """Whether its loss against the full budget is beyond its interval on every seed."""
+        """Whether its loss against its full budget is beyond its interval on every seed."""
         low, high = self.ne_loss_ci95
         return low > 0 or high < 0
 
@@ -141,9 +142,9 @@ def make_plan(
     """The plan of one world's replays (one per seed); refuses reports without arms or of several worlds."""
     _check(reports, target)
     arms = _pooled(reports)
-    full = max(arms, key=lambda a: full_budget_rank(a.selector, a.fm_calls_per_hour))
     today = today or PrecomputeParams()
     selector = _selector(reports, today.demand_auc_floor)
+    full = next((a for a in arms if a.full_budget and a.selector == selector.planned), None)
     series = sorted((a for a in arms if a.selector == selector.planned), key=lambda a: (a.fm_calls_per_hour, a.ne_loss))
     knee, verdict = _knee(series, selector.planned, target)
     return Plan(
@@ -151,7 +152,7 @@ def make_plan(
         seeds=[r.seed for r in reports],
         commits=sorted({r.commit or "unknown" for r in reports}),
         target=target,
-        full_budget=full.label,
+        full_budget=full.label if full else f"none: no arm of the {selector.planned} selector ran",
         arms=arms,
         selector=selector,
         knee=knee,
@@ -168,14 +169,14 @@ def _knee(series: list[PlanArm], selector: str, target: float) -> tuple[PlanArm 
         low, high = series[0].fm_calls_per_hour, series[-1].fm_calls_per_hour
         return None, (
             f"flat within noise: from {low:,.0f} to {high:,.0f} FM calls an hour the {selector} selector's "
-            "NE differs from the full budget's by less than its intervals on some seed; no spend is recommended"
+            "NE differs from its full budget's by less than its intervals on some seed; no spend is recommended"
         )
     knee = next((a for a in series if a.ne_loss <= target), None)
     if knee is None:
-        return None, f"no {selector} arm is within {target:g} NE of the full budget: spend more than the grid ran"
+        return None, f"no {selector} arm is within {target:g} NE of its full budget: spend more than the grid ran"
     return knee, (
         f"the knee: {knee.label}, {knee.fm_calls_per_day:,.0f} FM calls a day, NE loss {knee.ne_loss:+.4f} "
-        f"[{knee.ne_loss_ci95[0]:+.4f}, {knee.ne_loss_ci95[1]:+.4f}] against the full budget (target {target:g})"
+        f"[{knee.ne_loss_ci95[0]:+.4f}, {knee.ne_loss_ci95[1]:+.4f}] against its full budget (target {target:g})"
     )
 
 
@@ -210,6 +211,11 @@ def _check(reports: Sequence[ReplayReport], target: float) -> None:
             f"the replay of seed(s) {', '.join(map(str, bare))} ran no arms to plan from (it ran with --no-sweep "
             "and --no-speculation, or before plans): replay again without them"
         )
+    if older := [r.seed for r in reports if not any(p.full_budget for p in r.curve)]:
+        raise PlanError(
+            f"the replay of seed(s) {', '.join(map(str, older))} measured its arms against one full budget for both "
+            "selectors (a replay before 2026-12-08), not each against its own selector's: replay again"
+        )
     keys = [{p.key for p in r.curve} for r in reports]
     if any(k != keys[0] for k in keys):
         raise PlanError(
@@ -243,6 +249,7 @@ def _pool(points: list[CurvePoint]) -> PlanArm:
         ne_loss=statistics.fmean(p.ne_loss for p in points),
         ne_loss_ci95=[min(p.ne_loss_ci95[0] for p in points), max(p.ne_loss_ci95[1] for p in points)],
         seeds=len(points),
+        full_budget=first.full_budget,
     )
 
 

@@ -91,7 +91,7 @@ def plan_chart(found: PlanOnPage) -> Chart:
         series.append(CurveSeries("knee", "knee", [(knee.fm_calls_per_hour, knee.ne_loss)]))
     today = found.today
     marks = [("today's fm_budget", "limit", float(today.fm_budget))] if today and today.selector == "budget" else []
-    title = f"Capacity plan of world {plan.world}: NE loss against the full budget"
+    title = f"Capacity plan of world {plan.world}: NE loss against its selector's full budget"
     return curve_chart("plan", title, "NE loss", "FM calls an hour (log)", series, marks, _loss)
 
 

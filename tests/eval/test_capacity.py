@@ -1,8 +1,9 @@
-"""The capacity plan's grid as declared: which budget arms a replay runs, and each one's own store folder."""
+"""The capacity plan's grid as declared: which budget arms a replay runs, each one's own store folder, and each
+selector's full-budget arm."""
 
 from __future__ import annotations
 
-from solaris.eval.capacity import budget_grid, verifier_arms
+from solaris.eval.capacity import budget_grid, full_budgets, verifier_arms
 from solaris.eval.speculation import Spend
 
 PARAMS = {"selector": "verifier", "top_fraction": 0.2, "ttl_hours": 4}
@@ -34,3 +35,12 @@ def test_no_spend_no_budget_arm_and_the_verifier_arms_once_a_fraction() -> None:
         ("sweep-0.1", 0.1),
         ("sweep-0.2", 0.2),
     ]
+
+
+def test_each_selectors_full_budget_is_its_largest_spend_at_the_replays_ttl_without_a_floor() -> None:
+    # A ttl 2 h arm and a floor at the largest budget are not the reference, whatever they spend.
+    declared = budget_grid(SPENDS, [2], [0.2], PARAMS) + verifier_arms(
+        [0.4, 0.1], lambda f: PARAMS | {"top_fraction": f}
+    )
+    references = full_budgets(declared, ttl_hours=4)
+    assert {s: a.name for s, a in references.items()} == {"budget": "budget-1300", "verifier": "sweep-0.4"}

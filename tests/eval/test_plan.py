@@ -12,7 +12,7 @@ from plan_curves import BUDGET_CURVE, CURVE, budget_at, point, report, verifier
 import mlflow
 from solaris.cli import main
 from solaris.config import Settings
-from solaris.eval.figures import ReplayReport, full_budget_rank
+from solaris.eval.figures import ReplayReport
 from solaris.eval.plan import Plan, PlanError, make_plan
 from solaris.eval.protocol import seed_world
 from solaris.eval.report.plan_view import plan_text
@@ -41,13 +41,21 @@ def test_at_one_spend_the_ttl_that_loses_less_is_the_knee() -> None:
     assert "first: train the demand model for it: solaris train demand --ttl-hours 8" in plan_text(plan)
 
 
-def test_at_equal_calls_the_verifier_is_the_full_budget_whichever_spent_a_fraction_more() -> None:
-    # The comparison gave the budget arm the verifier's spend, rounded: 8,000 against 7,999.75 calls an hour.
-    top = point("top 0.4", 7_999.75, 0.0, (0.0, 0.0), selector="verifier", fm_budget=None, top_fraction=0.4)
+def test_the_plan_is_measured_against_the_planned_selectors_full_budget() -> None:
+    top = point("top 0.4", 8_000, 0.0, (0.0, 0.0), selector="verifier", fm_budget=None, top_fraction=0.4)
     plan = make_plan([report([*CURVE, top])])
-    assert plan.full_budget == "verifier at top 0.4's spend, ttl 4 h"
-    assert full_budget_rank("verifier", 7_999.75) > full_budget_rank("budget", 8_000)
-    assert full_budget_rank("budget", 8_001) > full_budget_rank("verifier", 8_000)  # more calls still win
+    assert plan.selector.planned == "budget" and plan.full_budget == "budget at top 0.4's spend, ttl 4 h"
+    assert sorted(a.label for a in plan.arms if a.full_budget) == [
+        plan.full_budget,
+        "verifier at top 0.4's spend, ttl 4 h",
+    ]
+    assert plan_text(plan).count("full budget\n") == 2  # each selector's reference marked in the table
+
+
+def test_a_replay_that_measured_both_selectors_against_one_arm_is_refused() -> None:
+    older = [replace(p, full_budget=False) for p in CURVE]
+    with pytest.raises(PlanError, match=r"seed\(s\) 1 measured its arms against one full budget .*replay again"):
+        make_plan([report(CURVE, 0), report(older, 1)])
 
 
 def test_a_floor_that_spends_less_for_as_much_is_the_knee() -> None:
@@ -111,7 +119,7 @@ def test_a_presets_seeds_each_generated_as_its_own_world_make_one_plan() -> None
         ([], "no replay reports"),
         ([report([])], "ran no arms to plan from"),
         ([report(CURVE), replace(report(CURVE, 1), world="other")], "a plan is of one world"),
-        ([report(CURVE), report(CURVE[:2], 1)], "ran different arms"),
+        ([report(CURVE), report(CURVE[1:], 1)], "ran different arms"),
     ],
 )
 def test_a_plan_refuses_what_it_cannot_plan_from(reports: list[ReplayReport], message: str) -> None:

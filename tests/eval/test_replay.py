@@ -18,7 +18,7 @@ from solaris.cli import main
 from solaris.config import Settings
 from solaris.embedding_version import parse_embedding_version
 from solaris.enrichment.tiers import FED_BY
-from solaris.eval.figures import ReplayReport, full_budget_rank
+from solaris.eval.figures import ReplayReport
 from solaris.eval.job import EXPERIMENT
 from solaris.eval.report import INVARIANTS, check_invariants
 from solaris.models.features import ts_micros
@@ -301,10 +301,12 @@ def test_the_capacity_plan_runs_its_grid_each_arm_on_a_fresh_store(replayed: tup
     ttls = {PrecomputeParams.ttl_hours, GRID_TTL}
     assert sorted((p.spend, p.ttl_hours) for p in budget) == sorted((s, t) for s in spends for t in ttls)
     assert sorted(p.top_fraction for p in report.curve if p.selector == "verifier") == [0.05, 0.1, 0.2, 0.4]
-    full = max(report.curve, key=lambda p: full_budget_rank(p.selector, p.fm_calls_per_hour))
-    assert full.ne_loss == 0 and full.ne_loss_ci95 == [0, 0]
-    for p in report.curve:  # paired against the full budget: narrower than the arm's own NE interval
-        assert p.ne_loss == pytest.approx(p.ne - full.ne, abs=1e-9)
+    full = {p.selector: p for p in report.curve if p.full_budget}
+    assert {s: (p.spend, p.ttl_hours, p.min_demand) for s, p in full.items()} == {
+        s: ("top 0.4", PrecomputeParams.ttl_hours, 0.0) for s in ("budget", "verifier")
+    }
+    for p in report.curve:  # paired against its selector's full budget: narrower than the arm's own NE interval
+        assert p.ne_loss == pytest.approx(p.ne - full[p.selector].ne, abs=1e-9)
         assert p.ne_loss_ci95[1] - p.ne_loss_ci95[0] <= p.ne_ci95[1] - p.ne_ci95[0]
     # Each arm on a fresh store: its own, holding exactly its warm-up and served hours' runs, at its own budget.
     state = settings.data_dir / "replay" / "tiny" / "seed-0" / "state"

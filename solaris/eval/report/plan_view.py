@@ -13,7 +13,7 @@ from solaris.eval.report.tables import Section, gain_interval, grid, num, pct
 
 
 def plan_sections(plan: Plan) -> list[Section]:
-    marks = {plan.full_budget: "full budget", **({plan.knee.label: "knee"} if plan.knee else {})}
+    knee = plan.knee.label if plan.knee else None
     arms = sorted(plan.arms, key=lambda a: (a.selector, a.ttl_hours, a.fm_calls_per_hour))
     rows = [
         (
@@ -26,14 +26,14 @@ def plan_sections(plan: Plan) -> list[Section]:
             num(a.ne),
             num(a.ne_loss, "+.4f"),
             gain_interval(a.ne_loss_ci95),
-            marks.get(a.label, ""),
+            ", ".join(mark for mark, is_it in (("full budget", a.full_budget), ("knee", a.label == knee)) if is_it),
         )
         for a in arms
     ]
     header = ("arm", "fm_budget", "FM calls/h", "FM calls/day", "cov pair", "hit while fresh", "NE", "NE loss")
     seeds = ", ".join(map(str, plan.seeds))
     curve = Section(
-        f"Capacity plan: NE loss against the full budget by arm (world {plan.world}, seeds {seeds})",
+        f"Capacity plan: NE loss against its selector's full budget by arm (world {plan.world}, seeds {seeds})",
         (*header, "95% CI (every seed)", ""),
         rows,
     )
@@ -64,7 +64,7 @@ def _recommendation_rows(plan: Plan) -> list[tuple[str, str]]:
     rows += [
         ("today", f"selector {op.selector}, fm_budget {op.fm_budget:,}, ttl_hours {op.ttl_hours}: {op.sentence}"),
         ("from", f"world {plan.world}, seeds {', '.join(map(str, plan.seeds))}, commit {', '.join(plan.commits)}"),
-        ("target", f"NE loss within {plan.target:g} of the full budget ({plan.full_budget})"),
+        ("target", f"NE loss within {plan.target:g} of the planned selector's full budget ({plan.full_budget})"),
     ]
     return rows
 
@@ -102,12 +102,12 @@ def draw_plan(fig: Figure, plan: Plan) -> None:
         )
     if plan.operating_point.selector == "budget":
         ax.axvline(plan.operating_point.fm_budget, color="#c53030", linestyle="--", label="today's fm_budget")
-    ax.set(xscale="log", xlabel="FM calls an hour", ylabel="NE loss against the full budget")
+    ax.set(xscale="log", xlabel="FM calls an hour", ylabel="NE loss against its selector's full budget")
     ax.set_title(plan.verdict, fontsize="small", wrap=True)
     ax.legend(fontsize="small")
 
 
-PLAN_CAPTION = "Capacity plan: the SOLARIS VM's NE loss against the full budget by FM calls an hour"
+PLAN_CAPTION = "Capacity plan: the SOLARIS VM's NE loss against its selector's full budget by FM calls an hour"
 
 
 def write_plan_png(plan: Plan, path: Path) -> None:
