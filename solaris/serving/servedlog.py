@@ -169,7 +169,7 @@ def write_loop(
     it holds and returns."""
     pending: list[pa.Table] = []
     unbuilt: list[ServedBatch] = []
-    rows, built_rows, error = 0, 0, None  # rows since the last write, of them built into ``pending``
+    rows, unbuilt_rows, error = 0, 0, None  # rows since the last write; of them, rows still in ``unbuilt``
 
     def failed(exc: Exception) -> None:
         nonlocal error
@@ -177,7 +177,7 @@ def write_loop(
         replies.put((FAILED, repr(exc)))
 
     def build() -> None:
-        nonlocal unbuilt, built_rows
+        nonlocal unbuilt, unbuilt_rows
         try:
             pending.extend(batches_tables(unbuilt))
         except Exception:  # one bad batch loses its own rows only
@@ -186,10 +186,10 @@ def write_loop(
                     pending.extend(batches_tables([batch]))
                 except Exception as exc:
                     failed(exc)
-        unbuilt, built_rows = [], rows
+        unbuilt, unbuilt_rows = [], 0
 
     def write() -> None:
-        nonlocal pending, rows, built_rows
+        nonlocal pending, rows
         build()
         if pending:
             try:
@@ -197,7 +197,7 @@ def write_loop(
                 write_hourly(pa.concat_tables(pending), dataset_dir, part, no_dictionary=TIERS)
             except Exception as exc:  # keep serving; reported now, and at the next flush
                 failed(exc)
-        pending, rows, built_rows = [], 0, 0
+        pending, rows = [], 0
 
     while True:
         try:
@@ -214,7 +214,8 @@ def write_loop(
         if isinstance(item, ServedBatch):
             unbuilt.append(item)
             rows += item.rows
-            if rows - built_rows >= BUILD_ROWS:
+            unbuilt_rows += item.rows
+            if unbuilt_rows >= BUILD_ROWS:
                 build()
         if item == FLUSH or rows >= flush_rows:
             write()
